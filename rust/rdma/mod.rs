@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers for the kernel's RDMA core (`ib_core`, `rdma_cm`).
+//!
+//! Only this layer (and the other wrapper layers) touches the generated
+//! bindings; the transport sees Rust types with their rules written down.
+
+pub(crate) mod client;
+pub(crate) mod device;
+
+pub(crate) use client::{Client, Registration};
+pub(crate) use device::Device;

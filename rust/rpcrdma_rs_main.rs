@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RPC-over-RDMA version 1 transport for the kernel's sunrpc layer.
+//!
+//! The crate is layered, each layer in its own folder:
+//!
+//! - [`bindings`]: generated C declarations; only the wrappers use them.
+//! - [`rdma`], [`debugfs`]: safe wrappers for the RDMA core and debugfs.
+//! - [`proto`]: the wire protocol (RFC 8166, RFC 8797) in plain `core` Rust,
+//!   also built on the host for tests and fuzzing.
+//! - [`xprt`]: the transport itself.
+
+use kernel::prelude::*;
+
+mod bindings;
+mod debugfs;
+pub mod proto;
+mod rdma;
+mod xprt;
+
+module! {
+    type: RpcrdmaRs,
+    name: "rpcrdma_rs",
+    author: "The rpcrdma-rs developers",
+    description: "RPC-over-RDMA transport for sunrpc, in Rust",
+    license: "GPL",
+}
+
+struct RpcrdmaRs {
+    _transport: xprt::Transport,
+}
+
+impl kernel::Module for RpcrdmaRs {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let transport = xprt::Transport::new()?;
+        pr_info!("loaded\n");
+        Ok(RpcrdmaRs {
+            _transport: transport,
+        })
+    }
+}
+
+impl Drop for RpcrdmaRs {
+    fn drop(&mut self) {
+        pr_info!("unloading\n");
+    }
+}

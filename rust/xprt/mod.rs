@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RPC-over-RDMA transport: what the module sets up while loaded.
+//!
+//! The map to the C implementation (`net/sunrpc/xprtrdma/`) is file by
+//! file where it can be: `ib_client.rs` here is `ib_client.c` there.
+
+mod ib_client;
+
+use crate::{debugfs, rdma};
+use kernel::{c_str, prelude::*, sync::Arc};
+
+pub(crate) use ib_client::DeviceTracker;
+
+/// Everything the module holds while loaded. Fields drop in order: the
+/// report file first (it reads the tracker), the client registration next,
+/// the debugfs directory last.
+pub(crate) struct Transport {
+    _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
+    _devices: rdma::Registration<DeviceTracker>,
+    _debugfs: debugfs::Dir,
+}
+
+impl Transport {
+    /// Starts tracking RDMA devices and publishes the report.
+    pub(crate) fn new() -> Result<Self> {
+        let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"));
+        let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
+        let devices = rdma::Registration::new(tracker)?;
+        let devices_file =
+            debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
+        Ok(Self {
+            _devices_file: devices_file,
+            _devices: devices,
+            _debugfs: debugfs,
+        })
+    }
+}

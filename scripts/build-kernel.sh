@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the Rust-enabled test kernel from Debian's linux-source-6.12 into the
+# cache directory, keyed by kernel version, config fragment, rustc and
+# bindgen.  A build whose key matches is reused.  Prints the build tree.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dir=$(kernel_dir)
+if [ -f "$dir/.rpcrdma-rs-complete" ]; then
+	log "test kernel is cached: $dir"
+	echo "$dir"
+	exit 0
+fi
+
+[ -f "$KERNEL_SOURCE_TARBALL" ] || die "no $KERNEL_SOURCE_TARBALL (run scripts/setup.sh)"
+top=$(dirname "$dir")
+log "building the test kernel in $dir (about 20 minutes with -j$JOBS)"
+rm -rf "$top"
+mkdir -p "$top"
+tar -xf "$KERNEL_SOURCE_TARBALL" -C "$top"
+mv "$top/linux-source-6.12" "$dir"
+cd "$dir"
+
+# A virtme-ng base (what its guests need to boot), then the fragment over it.
+"$(dirname "$VNG")/virtme-configkernel" --defconfig "${KMAKE_VARS[@]}" >"$top/config.log" 2>&1
+scripts/kconfig/merge_config.sh -m .config "$KERNEL_CONFIG_FRAGMENT" >>"$top/config.log" 2>&1
+make -s olddefconfig "${KMAKE_VARS[@]}"
+
+# Every option the fragment sets must have survived olddefconfig.
+bad=0
+while IFS= read -r line; do
+	case "$line" in
+	CONFIG_*=*)
+		grep -qxF "$line" .config || { log "config: $line did not stick"; bad=1; } ;;
+	"# CONFIG_"*" is not set")
+		sym=${line#\# }; sym=${sym%% *}
+		if grep -q "^$sym=" .config; then log "config: $sym is still set"; bad=1; fi ;;
+	esac
+done <"$KERNEL_CONFIG_FRAGMENT"
+[ "$bad" = 0 ] || die "the config fragment does not apply cleanly"
+
+make -j"$JOBS" bzImage modules "${KMAKE_VARS[@]}" >"$top/build.log" 2>&1 ||
+	{ tail -40 "$top/build.log" >&2; die "kernel build failed (log: $top/build.log)"; }
+touch .rpcrdma-rs-complete
+log "test kernel built: $dir"
+echo "$dir"

@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared settings for the rpcrdma-rs scripts: where things are cached and
+# which tools the build uses.  Sourced, never run.
+
+RPCRDMA_RS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RPCRDMA_RS_CACHE=${RPCRDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma-rs}
+
+# Pinned tool versions, installed by scripts/setup.sh into the cache.
+BINDGEN_VERSION=0.73.2
+VIRTME_NG_VERSION=1.42
+
+# The kernel Makefile ignores RUSTC/RUSTDOC/BINDGEN from the environment,
+# so these go on every make command line.  Debian's rustc-web ships the
+# library source the kernel needs; a rustup toolchain usually does not.
+RUSTC=${RUSTC:-/usr/bin/rustc}
+RUSTDOC=${RUSTDOC:-/usr/bin/rustdoc}
+BINDGEN=${BINDGEN:-$RPCRDMA_RS_CACHE/tools/bin/bindgen}
+VNG=${VNG:-$RPCRDMA_RS_CACHE/venv/bin/vng}
+KMAKE_VARS=(RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" HOSTRUSTC="$RUSTC")
+
+# Build parallelism: the project machines have two cores.
+JOBS=${JOBS:-3}
+
+KERNEL_SOURCE_TARBALL=${KERNEL_SOURCE_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+KERNEL_CONFIG_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config
+
+log() { printf '[rpcrdma-rs] %s\n' "$*" >&2; }
+die() { printf '[rpcrdma-rs] error: %s\n' "$*" >&2; exit 1; }
+
+# The cache key of the test kernel: everything the build depends on.
+# Bump KERNEL_RECIPE when the way the kernel is built changes.
+KERNEL_RECIPE=1
+kernel_cache_key() {
+	local kver rver
+	kver=$(dpkg-query -W -f '${Version}' linux-source-6.12 2>/dev/null) || kver=unknown
+	rver=$("$RUSTC" --version 2>/dev/null | tr ' ' _)
+	{
+		echo "recipe=$KERNEL_RECIPE"
+		echo "kernel=$kver"
+		echo "rustc=$rver"
+		echo "bindgen=$BINDGEN_VERSION"
+		cat "$KERNEL_CONFIG_FRAGMENT"
+	} | sha256sum | cut -c1-16
+}
+
+# The directory of the cached test kernel build tree for the current key.
+kernel_dir() {
+	echo "$RPCRDMA_RS_CACHE/kernel-$(kernel_cache_key)/linux"
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install what rpcrdma-rs needs on a Debian 12 machine: Debian packages for
+# the kernel build and the guests, bindgen-cli from crates.io and virtme-ng
+# from PyPI (both pinned, both into the cache directory).  Says what it
+# installs; does nothing when everything is there.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+DEBIAN_PACKAGES=(
+	# kernel build
+	linux-source-6.12 rustc-web rust-web-src libclang-dev clang
+	build-essential flex bison bc libelf-dev libssl-dev cpio kmod dwarves
+	xz-utils python3-venv
+	# guests and what runs inside them (virtme shares the host's root)
+	qemu-system-x86 busybox-static udev iproute2 rdma-core ibverbs-utils
+	perftest nfs-kernel-server nfs-common rpcbind fio tcpdump tshark
+	procps psmisc
+)
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+	if ! dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$pkg")
+	fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture; the answer does not matter here.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! "$BINDGEN" --version 2>/dev/null | grep -q " $BINDGEN_VERSION\$"; then
+	log "installing bindgen-cli $BINDGEN_VERSION into $RPCRDMA_RS_CACHE/tools"
+	cargo install --locked --root "$RPCRDMA_RS_CACHE/tools" "bindgen-cli@$BINDGEN_VERSION"
+fi
+
+if ! "$VNG" --version 2>/dev/null | grep -q " $VIRTME_NG_VERSION\$"; then
+	log "installing virtme-ng $VIRTME_NG_VERSION into $RPCRDMA_RS_CACHE/venv"
+	python3 -m venv "$RPCRDMA_RS_CACHE/venv"
+	"$RPCRDMA_RS_CACHE/venv/bin/pip" install -q "virtme-ng==$VIRTME_NG_VERSION"
+fi
+
+"$RUSTC" --version >/dev/null || die "$RUSTC does not run"
+[ -d "$("$RUSTC" --print sysroot)/lib/rustlib/src/rust/library" ] ||
+	die "$RUSTC has no rust-src (Debian: rust-web-src)"
+log "setup complete"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Sets up everything a fresh Debian 12 machine lacks, then runs every test:
+# the protocol core's host tests, and the two-guest harness with the
+# kernel's C transport and with rpcrdma_rs. Ends with "N passed, N failed".
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RPCRDMA_RS_TOP"
+
+scripts/setup.sh
+scripts/build-kernel.sh >/dev/null
+scripts/build-module.sh
+
+passed=0 failed=0 skipped=0
+add_counts() { # FILE with passed=/failed=/skipped= lines
+	local p=0 f=0 s=0
+	eval "$(grep -E '^(passed|failed|skipped)=[0-9]+$' "$1" | sed 's/^passed/p/;s/^failed/f/;s/^skipped/s/')"
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+results=$RPCRDMA_RS_CACHE/runs/test-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$results"
+
+log "host tests (cargo test in rust/host)"
+if (cd rust/host && cargo test 2>&1) | tee "$results/host.log"; then :; fi
+# Sum cargo's "test result:" lines; no such line at all is a failure.
+awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
+	/^error(\[|:)/ { e++ }
+	END { if (!n) f++; print "passed=" p+0; print "failed=" f+e; print "skipped=" s+0 }' \
+	"$results/host.log" >"$results/host.summary"
+add_counts "$results/host.summary"
+
+# A self-test of the harness: BREAK_DATA_CHECK=1 must make the run fail.
+harness_args=()
+[ -n "${BREAK_DATA_CHECK:-}" ] && harness_args+=(--env "BREAK_DATA_CHECK=$BREAK_DATA_CHECK")
+
+for run in ${HARNESS_RUNS:-c:rxe rs:rxe}; do
+	IFS=: read -r t r <<<"$run"
+	set -- "$t" "$r"
+	scripts/harness.sh --transport "$1" --rdma "$2" --out "$results/$1-$2" "${harness_args[@]}" || true
+	if [ -f "$results/$1-$2/summary" ]; then
+		add_counts "$results/$1-$2/summary"
+	else
+		failed=$((failed + 1))
+	fi
+done
+
+log "results: $results"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

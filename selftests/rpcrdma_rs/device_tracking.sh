@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rpcrdma_rs tracks RDMA devices through an ib_client: devices present at
+# load time and devices added or removed later show in its debugfs report
+# and in the kernel log; unloading unregisters cleanly.
+RUN_DIR=$1
+. "$(dirname "$0")/lib.sh"
+
+if [ "$TRANSPORT" != rs ]; then
+	tap_plan 1
+	tap_skip "device tracking" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
+	exit 0
+fi
+
+report=/sys/kernel/debug/rpcrdma_rs/devices
+dev=$(rdma_dev)
+netdev=$(nic_by_mac "$CLIENT_MAC")
+
+listed() { grep -qw "$dev" "$report"; }
+not_listed() { [ -e "$report" ] && ! grep -qw "$dev" "$report"; }
+# dmesg_has TEXT: the kernel log has TEXT since the test began.
+dmesg_has() { dmesg | tail -n +"$dmesg_start" | grep -qF "$1"; }
+dmesg_start=$(($(dmesg | wc -l) + 1))
+
+tap_plan 10
+lsmod | grep -q '^rpcrdma_rs\b' || insmod "$MODULE"
+tap_check "$dev present at load is listed" listed
+tap_check "rdma link del $dev" rdma link del "$dev"
+tap_check "$dev no longer listed" not_listed
+tap_check "removal logged" dmesg_has "rpcrdma_rs: RDMA device $dev removed"
+tap_check "rdma link add $dev" rdma link add "$dev" type "$RDMA" netdev "$netdev"
+tap_check "$dev listed again" listed
+tap_check "addition logged" dmesg_has "rpcrdma_rs: RDMA device $dev added"
+tap_check "rmmod rpcrdma_rs" rmmod rpcrdma_rs
+tap_check "debugfs directory removed with the module" test ! -e /sys/kernel/debug/rpcrdma_rs
+tap_check "insmod again finds $dev at registration" bash -c "insmod '$MODULE' && grep -qw '$dev' '$report'"
+tap_exit

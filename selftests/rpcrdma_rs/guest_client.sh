@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The client guest: the transport under test, then each selftest in turn,
+# each writing TAP to the run directory; then unload and leak checks.
+RUN_DIR=$1
+. "$(dirname "$0")/lib.sh"
+exec >"$RUN_DIR/client.log" 2>&1
+set -x
+
+fail() { echo "client: $*"; echo "$*" >"$RUN_DIR/client-failed"; dmesg >"$RUN_DIR/client-dmesg.txt"; touch "$RUN_DIR/client-done"; exit 1; }
+
+setup_link "$CLIENT_MAC" "$CLIENT_IP4" "$CLIENT_IP6" >/dev/null || fail "link setup"
+echo 'clear' >/sys/kernel/debug/kmemleak 2>/dev/null
+load_transport || fail "loading transport $TRANSPORT"
+wait_for_file "$RUN_DIR/server-ready" 300 || fail "server not ready"
+[ -e "$RUN_DIR/server-failed" ] && fail "server failed: $(cat "$RUN_DIR/server-failed")"
+
+mkdir -p "$RUN_DIR/tap"
+for t in $TESTS; do
+	set +x
+	echo "=== $t"
+	timeout "${TEST_TIMEOUT:-600}" bash "$SELFTEST_DIR/$t" "$RUN_DIR" >"$RUN_DIR/tap/$t.tap" 2>"$RUN_DIR/tap/$t.err"
+	echo "$t exit $?" >>"$RUN_DIR/tap/status"
+	cat "$RUN_DIR/tap/$t.tap"
+	set -x
+done
+
+# Whatever the tests left mounted goes now, then the transport, cleanly.
+umount -a -t nfs,nfs4 2>/dev/null
+if lsmod | grep -q "^rpcrdma_rs\b\|^rpcrdma\b"; then
+	unload_transport || echo "transport unload failed" >"$RUN_DIR/client-unload-failed"
+fi
+kmemleak_report >"$RUN_DIR/client-kmemleak.txt"
+dmesg >"$RUN_DIR/client-dmesg.txt"
+touch "$RUN_DIR/client-done"

@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The NFS server guest: Soft-RoCE (or siw), the kernel's NFS server with
+# RDMA on port 20049 exporting a tmpfs, until the client says it is done.
+RUN_DIR=$1
+. "$(dirname "$0")/lib.sh"
+exec >"$RUN_DIR/server.log" 2>&1
+set -x
+
+fail() { echo "server: $*"; echo "$*" >"$RUN_DIR/server-failed"; dmesg >"$RUN_DIR/server-dmesg.txt"; exit 1; }
+
+setup_link "$SERVER_MAC" "$SERVER_IP4" "$SERVER_IP6" >/dev/null || fail "link setup"
+mkdir -p /srv/export
+mount -t tmpfs -o size=1g tmpfs /srv/export || fail "tmpfs"
+chmod 1777 /srv/export
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || fail "nfsd fs"
+modprobe rpcrdma || fail "rpcrdma"
+echo "/srv/export *(rw,fsid=0,insecure,no_root_squash,no_subtree_check,sync)" >/etc/exports
+mkdir -p /run/rpcbind /var/lib/nfs/v4recovery
+rpcbind -w || fail "rpcbind"
+exportfs -ra || fail "exportfs"
+rpc.mountd || fail "mountd"
+# Short NFSv4 grace and lease times: a fresh server refuses OPEN while in grace.
+echo 10 >/proc/fs/nfsd/nfsv4leasetime
+echo 10 >/proc/fs/nfsd/nfsv4gracetime
+rpc.nfsd 8 || fail "nfsd"
+echo "rdma 20049" >/proc/fs/nfsd/portlist || fail "rdma listener"
+cat /proc/fs/nfsd/portlist
+echo 'clear' >/sys/kernel/debug/kmemleak 2>/dev/null
+touch "$RUN_DIR/server-ready"
+
+if [ "${BENCH_PERFTEST:-0}" = 1 ]; then
+	# The raw-link servers for bench.sh, in the order its clients run.
+	(
+		ib_write_bw -R -d "$(rdma_dev)" -F -s 1048576 -n 200
+		ib_read_bw -R -d "$(rdma_dev)" -F -s 1048576 -n 200
+		ib_send_lat -R -d "$(rdma_dev)" -F -s 64 -n 2000
+	) >"$RUN_DIR/server-perftest.log" 2>&1 &
+fi
+
+# Serve until the client is done (the host bounds the whole run). Answer
+# the client's requests for this guest's CPU time (bench.sh).
+set +x
+while [ ! -e "$RUN_DIR/client-done" ] && [ ! -e "$RUN_DIR/server-stop" ]; do
+	for req in "$RUN_DIR"/stat-req-*; do
+		[ -e "$req" ] || continue
+		tag=${req##*/stat-req-}
+		read -r _ user nice system _ _ irq softirq _ </proc/stat
+		echo $((user + nice + system + irq + softirq)) >"$RUN_DIR/stat-$tag.tmp"
+		mv "$RUN_DIR/stat-$tag.tmp" "$RUN_DIR/stat-$tag"
+		rm -f "$req"
+	done
+	sleep 0.2
+done
+set -x
+# The client sent its last RPC; give nfsd a moment to drain, then check.
+sleep 2
+kmemleak_report >"$RUN_DIR/server-kmemleak.txt"
+dmesg >"$RUN_DIR/server-dmesg.txt"
+touch "$RUN_DIR/server-done"

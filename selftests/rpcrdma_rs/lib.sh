@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the rpcrdma_rs selftests: TAP output and guest plumbing.
+# Sourced by the guest scripts and the tests, never run.
+
+SELFTEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The harness writes the run's parameters here (see scripts/harness.sh).
+: "${RUN_DIR:?RUN_DIR must name the run directory shared with the host}"
+. "$RUN_DIR/params"
+
+tap_count=0
+tap_failed=0
+
+tap_plan() { echo "TAP version 13"; echo "1..$1"; }
+tap_ok() { tap_count=$((tap_count + 1)); echo "ok $tap_count $*"; }
+tap_not_ok() {
+	tap_count=$((tap_count + 1)); tap_failed=$((tap_failed + 1))
+	echo "not ok $tap_count $*"
+}
+tap_skip() { tap_count=$((tap_count + 1)); echo "ok $tap_count $1 # SKIP $2"; }
+# tap_check DESCRIPTION COMMAND...: one test case from a command's status.
+tap_check() {
+	local desc=$1; shift
+	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; fi
+}
+tap_diag() { echo "# $*"; }
+tap_exit() { [ "$tap_failed" = 0 ]; exit $?; }
+
+# The network interface with the given MAC address.
+nic_by_mac() {
+	local mac=$1 dev
+	for dev in /sys/class/net/*; do
+		if [ "$(cat "$dev/address" 2>/dev/null)" = "$mac" ]; then
+			basename "$dev"; return 0
+		fi
+	done
+	return 1
+}
+
+# wait_for_file FILE SECONDS
+wait_for_file() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Brings up this guest's end of the link and its soft RDMA device.
+setup_link() {
+	local mac=$1 ip4=$2 ip6=$3 ifname
+	ifname=$(nic_by_mac "$mac") || { echo "no NIC with MAC $mac" >&2; return 1; }
+	ip link set lo up
+	ip link set "$ifname" up
+	ip addr add "$ip4/24" dev "$ifname"
+	ip -6 addr add "$ip6/64" dev "$ifname" nodad
+	modprobe "rdma_$RDMA" || modprobe "$RDMA" || return 1
+	rdma link add "${RDMA}0" type "$RDMA" netdev "$ifname" || return 1
+	echo "$ifname"
+}
+
+# The RDMA device name this guest uses.
+rdma_dev() { echo "${RDMA}0"; }
+
+# Loads the client transport under test: the kernel's C rpcrdma or ours.
+load_transport() {
+	case "$TRANSPORT" in
+	c) modprobe rpcrdma ;;
+	rs) modprobe sunrpc && modprobe rdma_cm && insmod "$MODULE" ;;
+	*) echo "unknown transport $TRANSPORT" >&2; return 1 ;;
+	esac
+}
+
+unload_transport() {
+	case "$TRANSPORT" in
+	c) rmmod rpcrdma ;;
+	rs) rmmod rpcrdma_rs ;;
+	esac
+}
+
+# True when sunrpc has an "rdma" transport class registered.
+rdma_xprt_registered() {
+	grep -qw rdma /proc/sys/sunrpc/transports 2>/dev/null
+}
+
+# Runs a kmemleak scan; prints what it found (nothing when clean).
+kmemleak_report() {
+	local f=/sys/kernel/debug/kmemleak
+	[ -w "$f" ] || { echo "kmemleak unavailable"; return 0; }
+	echo scan >"$f"
+	# Objects are reported only once seen unreferenced in two scans.
+	sleep 6
+	echo scan >"$f"
+	cat "$f"
+}
