@@ -24,7 +24,7 @@ mv "$top/linux-source-6.12" "$dir"
 cd "$dir"
 
 # A virtme-ng base (what its guests need to boot), then the fragment over it.
-"$(dirname "$VNG")/virtme-configkernel" --defconfig "${KMAKE_VARS[@]}" >"$top/config.log" 2>&1
+virtme-configkernel --defconfig "${KMAKE_VARS[@]}" >"$top/config.log" 2>&1
 scripts/kconfig/merge_config.sh -m .config "$KERNEL_CONFIG_FRAGMENT" >>"$top/config.log" 2>&1
 make -s olddefconfig "${KMAKE_VARS[@]}"
 

@@ -10,7 +10,7 @@ set -x
 
 fail() { echo "server: $*"; echo "$*" >"$RUN_DIR/server-failed"; dmesg >"$RUN_DIR/server-dmesg.txt"; exit 1; }
 
-setup_link "$SERVER_MAC" "$SERVER_IP4" "$SERVER_IP6" >/dev/null || fail "link setup"
+ifname=$(setup_link "$SERVER_MAC" "$SERVER_IP4" "$SERVER_IP6") || fail "link setup"
 mkdir -p /srv/export
 mount -t tmpfs -o size=1g tmpfs /srv/export || fail "tmpfs"
 chmod 1777 /srv/export
@@ -28,6 +28,12 @@ rpc.nfsd 8 || fail "nfsd"
 echo "rdma 20049" >/proc/fs/nfsd/portlist || fail "rdma listener"
 cat /proc/fs/nfsd/portlist
 echo 'clear' >/sys/kernel/debug/kmemleak 2>/dev/null
+if [ "${CAPTURE:-0}" = 1 ]; then
+	# RoCEv2 is UDP port 4791: calls, replies and the CM exchange.
+	tcpdump -i "$ifname" -s 0 -U -w "$RUN_DIR/capture.pcap" udp port 4791 &
+	tcpdump_pid=$!
+	sleep 3
+fi
 touch "$RUN_DIR/server-ready"
 
 if [ "${BENCH_PERFTEST:-0}" = 1 ]; then
@@ -56,6 +62,7 @@ done
 set -x
 # The client sent its last RPC; give nfsd a moment to drain, then check.
 sleep 2
+[ -n "${tcpdump_pid:-}" ] && kill -INT "$tcpdump_pid" && wait "$tcpdump_pid"
 kmemleak_report >"$RUN_DIR/server-kmemleak.txt"
 dmesg >"$RUN_DIR/server-dmesg.txt"
 touch "$RUN_DIR/server-done"

@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Traffic for the wire corpus (scripts/make-wire-corpus.sh): NFS operations
+# chosen so that every RPC-over-RDMA header shape crosses the link while
+# the server guest captures it: inline calls and replies, Read chunks
+# (large WRITE), Write chunks (large READ), Reply chunks (large READDIR)
+# and a long call (a SYMLINK whose target does not fit inline).
+RUN_DIR=$1
+. "$(dirname "$0")/lib.sh"
+
+if ! rdma_xprt_registered; then
+	tap_plan 1
+	tap_skip "wire capture" "no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
+	exit 0
+fi
+tap_plan 11
+mnt=/mnt/wire
+mkdir -p "$mnt"
+tap_check "NFSv4.2 mount over rdma" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+dir=$mnt/wire-$$
+mkdir -p "$dir/many"
+tap_check "1 MiB write (Read chunk)" dd if=/dev/urandom of="$dir/big" bs=1M count=1 oflag=direct status=none
+tap_check "1 MiB read (Write chunk)" dd if="$dir/big" of=/dev/null bs=1M iflag=direct status=none
+make_files() {
+	local i
+	for ((i = 1; i <= 400; i++)); do : >"$dir/many/file-with-a-longish-name-$i" || return 1; done
+}
+count_files() {
+	local n
+	n=$(ls -l "$dir/many" | grep -c file-with-a-longish-name-)
+	tap_diag "listed $n files"
+	[ "$n" = 400 ]
+}
+tap_check "400 files" make_files
+umount "$mnt" && mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+tap_check "large READDIR (Reply chunk)" count_files
+target=$(head -c 3000 /dev/zero | tr '\0' 'x')/$(head -c 1000 /dev/zero | tr '\0' 'y')
+tap_check "SYMLINK with a 4001-byte target (long call)" ln -s "$target" "$dir/long-link"
+set_xattr() {
+	/usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.wire", b"z" * 3000)' "$1"
+}
+tap_check "SETXATTR with a 3000-byte value (long call)" set_xattr "$dir/big"
+tap_check "unmount" umount "$mnt"
+
+# A second connection with 1 KiB inline thresholds (other private data, and
+# long calls and Reply chunks for ordinary operations).
+if [ -w /proc/sys/sunrpc/rdma_max_inline_write ]; then
+	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_write
+	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_read
+fi
+tap_check "NFSv4.2 mount with 1 KiB inline thresholds" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+tap_check "listing and xattr with 1 KiB thresholds" bash -c "ls -l '$dir/many' >/dev/null && /usr/bin/python3 -c 'import os; os.setxattr(\"$dir/big\", \"user.small\", b\"s\" * 900)'"
+rm -rf "$dir"
+tap_check "unmount" umount "$mnt"
+tap_exit
