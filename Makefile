@@ -7,6 +7,7 @@ KDIR ?= $(shell bash -c '. scripts/lib.sh && kernel_dir')
 RUSTC ?= /usr/bin/rustc
 RUSTDOC ?= /usr/bin/rustdoc
 BINDGEN ?= $(shell bash -c '. scripts/lib.sh && echo $$BINDGEN')
+CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) RUSTDOC=$(RUSTDOC) \
 	BINDGEN=$(BINDGEN) HOSTRUSTC=$(RUSTC)
 
@@ -19,9 +20,16 @@ clean:
 	$(KMAKE) clean
 	rm -f rust/bindings/generated.rs
 
-# Lints the crate with the kernel's clippy settings.
+# Lints the crate with the kernel's clippy settings (a full rebuild of the
+# crate: clippy only speaks when the crate is compiled).
 clippy:
-	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=$(shell bash -c '. scripts/lib.sh && echo $$CLIPPY_DRIVER') modules
+	touch rust/rpcrdma_rs_main.rs
+	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) modules
+
+# Checks formatting with the kernel's rustfmt settings.
+rustfmtcheck:
+	find rust -name '*.rs' -not -path 'rust/host/*target/*' -not -name generated.rs | \
+		xargs rustfmt --check --config-path $(KDIR)/.rustfmt.toml
 
 kernel:
 	scripts/build-kernel.sh
@@ -38,4 +46,4 @@ demo:
 bench:
 	scripts/bench.sh
 
-.PHONY: all modules clean clippy kernel host-test test demo bench
+.PHONY: all modules clean clippy rustfmtcheck kernel host-test test demo bench

@@ -10,7 +10,8 @@ set -euo pipefail
 
 DEBIAN_PACKAGES=(
 	# kernel build
-	linux-source-6.12 rustc-web rust-web-src libclang-dev clang
+	linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
+	libclang-dev clang
 	build-essential flex bison bc libelf-dev libssl-dev cpio kmod dwarves
 	xz-utils python3-venv
 	# guests and what runs inside them (virtme shares the host's root)

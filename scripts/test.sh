@@ -10,7 +10,6 @@ cd "$RPCRDMA_RS_TOP"
 
 scripts/setup.sh
 scripts/build-kernel.sh >/dev/null
-scripts/build-module.sh
 
 passed=0 failed=0 skipped=0
 add_counts() { # FILE with passed=/failed=/skipped= lines
@@ -21,6 +20,26 @@ add_counts() { # FILE with passed=/failed=/skipped= lines
 
 results=$RPCRDMA_RS_CACHE/runs/test-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
+
+# Lints first: the clippy build is a full build of the module as well.
+kdir=$(kernel_dir)
+lint() { # NAME COMMAND...: passes when COMMAND succeeds and says no warning
+	local name=$1; shift
+	if "$@" >"$results/$name.log" 2>&1 && ! grep -qE '^(warning|error)' "$results/$name.log"; then
+		echo "ok - $name"
+		passed=$((passed + 1))
+	else
+		cat "$results/$name.log"
+		echo "not ok - $name"
+		failed=$((failed + 1))
+	fi
+}
+lint kernel-clippy make -s KDIR="$kdir" clippy
+lint kernel-rustfmt make -s KDIR="$kdir" rustfmtcheck
+lint host-clippy bash -c 'cd rust/host && cargo clippy -q --all-targets -- -D warnings'
+lint host-rustfmt bash -c 'cd rust/host && cargo fmt --check'
+lint shell-syntax bash -c 'for f in scripts/*.sh selftests/rpcrdma_rs/*.sh .ci/run; do bash -n "$f" || exit 1; done'
+scripts/build-module.sh
 
 log "host tests (cargo test in rust/host)"
 if (cd rust/host && cargo test 2>&1) | tee "$results/host.log"; then :; fi

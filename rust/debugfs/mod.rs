@@ -153,7 +153,10 @@ impl<T: Show> PinnedDrop for File<T> {
 /// # Safety
 ///
 /// `m` is a live seq_file and `data` the `T` the file was created with.
-unsafe extern "C" fn show_callback<T: Show>(m: *mut bindings::seq_file, data: *mut c_void) -> c_int {
+unsafe extern "C" fn show_callback<T: Show>(
+    m: *mut bindings::seq_file,
+    data: *mut c_void,
+) -> c_int {
     from_result(|| {
         // SAFETY: By the function's contract `data` points to a live `T`
         // (the file is removed before the `T` is dropped).

@@ -85,7 +85,9 @@ impl<T: Client> Registration<T> {
             }),
             GFP_KERNEL,
         )?;
-        let raw = ptr::from_ref::<Inner<T>>(&inner).cast_mut().cast::<c_void>();
+        let raw = ptr::from_ref::<Inner<T>>(&inner)
+            .cast_mut()
+            .cast::<c_void>();
         ACTIVE
             .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| EBUSY)?;
@@ -155,7 +157,10 @@ unsafe extern "C" fn add_callback<T: Client>(ibdev: *mut bindings::ib_device) ->
 ///
 /// Called by the RDMA core with a device being removed and the data that
 /// `add_callback` stored for it.
-unsafe extern "C" fn remove_callback<T: Client>(ibdev: *mut bindings::ib_device, data: *mut c_void) {
+unsafe extern "C" fn remove_callback<T: Client>(
+    ibdev: *mut bindings::ib_device,
+    data: *mut c_void,
+) {
     if data.is_null() {
         return;
     }

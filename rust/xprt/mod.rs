@@ -27,8 +27,7 @@ impl Transport {
         let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"));
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
         let devices = rdma::Registration::new(tracker)?;
-        let devices_file =
-            debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
+        let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
         Ok(Self {
             _devices_file: devices_file,
             _devices: devices,
