@@ -17,7 +17,8 @@ if ! rdma_xprt_registered; then
 	exit 0
 fi
 set -- $VERSIONS
-tap_plan $(($# * CASES_PER_VERSION))
+IPV6_CASES=4
+tap_plan $(($# * CASES_PER_VERSION + IPV6_CASES))
 
 scratch=/mnt/scratch
 mkdir -p "$scratch"
@@ -92,4 +93,21 @@ for vers in $VERSIONS; do
 	tap_check "NFSv$vers remove files" rm -rf "$dir"
 	tap_check "NFSv$vers unmount" umount "$mnt"
 done
+
+# The same transport over IPv6 (netid rdma6).
+mnt=/mnt/nfs-ipv6
+mkdir -p "$mnt"
+if tap_check "NFSv4.2 mount over rdma6 [$SERVER_IP6]" \
+	mount -t nfs -o vers=4.2,proto=rdma6,port=20049 "[$SERVER_IP6]:/" "$mnt"; then
+	tap_check "IPv6 mountstats shows xprt: rdma" mount_uses_rdma "$mnt"
+	dir="$mnt/integrity6-$$"
+	mkdir -p "$dir"
+	write_files "$dir" && umount "$mnt" &&
+		mount -t nfs -o vers=4.2,proto=rdma6,port=20049 "[$SERVER_IP6]:/" "$mnt"
+	tap_check "IPv6 written files read back match" verify_buffered "$dir"
+	rm -rf "$dir"
+	tap_check "IPv6 unmount" umount "$mnt"
+else
+	for ((i = 1; i < IPV6_CASES; i++)); do tap_not_ok "IPv6 case $i (not mounted)"; done
+fi
 tap_exit
