@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RFC 8797 private data: encoding, the search at any offset, and the
+//! negotiation of inline thresholds.
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use rpcrdma_proto::proto::private_data::*;
+
+const OURS: LocalSettings = LocalSettings {
+    send_size: 4096,
+    recv_size: 4096,
+    remote_invalidation: true,
+};
+
+#[test]
+fn linux_client_vector() {
+    let bytes = pd_linux_client();
+    let (off, pd) = find(&bytes).unwrap();
+    assert_eq!(off, 0);
+    assert_eq!(pd.send_size(), 4096);
+    assert_eq!(pd.recv_size(), 4096);
+    assert!(pd.remote_invalidation());
+    assert_eq!(pd.to_bytes().to_vec(), bytes);
+    // What we send with the C client's defaults is exactly this.
+    assert_eq!(OURS.private_data().to_bytes().to_vec(), bytes);
+}
+
+#[test]
+fn size_codes() {
+    assert_eq!(encode_size(1024), 0);
+    assert_eq!(encode_size(4096), 3);
+    assert_eq!(encode_size(65536), 63);
+    assert_eq!(encode_size(262144), 255);
+    // Clamped, never wrapped like C's (size >> 10) - 1 in a u8.
+    assert_eq!(encode_size(0), 0);
+    assert_eq!(encode_size(1023), 0);
+    assert_eq!(encode_size(262144 + 1024), 255);
+    assert_eq!(encode_size(u32::MAX), 255);
+    // Rounded down to whole KiB: never advertise more than we have.
+    assert_eq!(encode_size(4095), 2);
+    assert_eq!(decode_size(0), 1024);
+    assert_eq!(decode_size(255), 262144);
+    for code in 0..=255u8 {
+        assert_eq!(encode_size(decode_size(code)), code);
+    }
+}
+
+#[test]
+fn found_at_any_offset_and_alignment() {
+    let msg = PrivateData::new(8192, 16384, true).to_bytes();
+    for prefix in 0..40usize {
+        for suffix in [0usize, 1, 3, 17] {
+            let mut buf = vec![0x5au8; prefix];
+            buf.extend_from_slice(&msg);
+            buf.extend(std::iter::repeat_n(0u8, suffix));
+            let (off, pd) = find(&buf).unwrap();
+            assert_eq!(off, prefix);
+            assert_eq!(pd.send_size(), 8192);
+            assert_eq!(pd.recv_size(), 16384);
+            assert!(pd.remote_invalidation());
+        }
+    }
+    let buf = pd_unaligned_in_cm_buffer();
+    let (off, pd) = find(&buf).unwrap();
+    assert_eq!(off, 3);
+    assert_eq!(pd.send_size(), 32768);
+    assert_eq!(pd.recv_size(), 4096);
+    assert!(!pd.remote_invalidation());
+}
+
+#[test]
+fn not_found_falls_back_to_defaults() {
+    // Nothing at all, empty buffer, garbage.
+    assert_eq!(find(&[]), None);
+    assert_eq!(decode(&[]), PrivateData::ABSENT);
+    assert_eq!(decode(&[0u8; 56]), PrivateData::ABSENT);
+    assert_eq!(
+        decode(b"MPA ID Req Frame garbage garbage"),
+        PrivateData::ABSENT
+    );
+    // Identifier with an unknown version.
+    assert_eq!(decode(&hex(&["f6ab0e18", "02010303"])), PrivateData::ABSENT);
+    assert_eq!(decode(&hex(&["f6ab0e18", "00010303"])), PrivateData::ABSENT);
+    // Truncated: the message would overrun the buffer.
+    let full = pd_linux_client();
+    for cut in 0..full.len() {
+        assert_eq!(decode(&full[..cut]), PrivateData::ABSENT, "cut {cut}");
+    }
+    let mut tail = vec![0u8; 13];
+    tail.extend_from_slice(&full[..7]);
+    assert_eq!(decode(&tail), PrivateData::ABSENT);
+    // Byte-swapped identifier (a little-endian writer) is not it.
+    assert_eq!(decode(&hex(&["180eabf6", "01010303"])), PrivateData::ABSENT);
+
+    let abs = PrivateData::ABSENT;
+    assert_eq!(abs.send_size(), 1024);
+    assert_eq!(abs.recv_size(), 1024);
+    assert!(!abs.remote_invalidation());
+}
+
+#[test]
+fn first_valid_occurrence_wins() {
+    // A false match (version 7) overlapping the real message's start.
+    let buf = hex(&["f6ab0e18", "07", "f6ab0e18", "01011f0f"]);
+    let (off, pd) = find(&buf).unwrap();
+    assert_eq!(off, 5);
+    assert_eq!(pd.send_size(), 32 * 1024);
+    assert_eq!(pd.recv_size(), 16 * 1024);
+    // Two valid messages: the first one counts.
+    let buf = hex(&["f6ab0e18", "01000000", "f6ab0e18", "01010303"]);
+    assert_eq!(find(&buf).unwrap().0, 0);
+}
+
+#[test]
+fn reserved_bits_ignored_but_kept() {
+    let buf = hex(&["f6ab0e18", "01fe0303"]);
+    let pd = decode(&buf);
+    assert!(!pd.remote_invalidation());
+    assert_eq!(pd.to_bytes().to_vec(), buf);
+    let buf = hex(&["f6ab0e18", "01ff0303"]);
+    assert!(decode(&buf).remote_invalidation());
+}
+
+#[test]
+fn negotiation_min_rules() {
+    // Peer: sends up to 32 KiB, receives 4 KiB.
+    let n = negotiate(&OURS, Some(&pd_unaligned_in_cm_buffer()));
+    assert_eq!(n.inline_send, 4096); // min(4096 ours, 4096 peer recv)
+    assert_eq!(n.inline_recv, 4096); // min(4096 ours, 32768 peer send)
+    assert!(!n.remote_invalidation); // peer cleared R
+    assert!(n.peer.is_some());
+
+    let big = LocalSettings {
+        send_size: 65536,
+        recv_size: 65536,
+        remote_invalidation: true,
+    };
+    let n = negotiate(&big, Some(&pd_unaligned_in_cm_buffer()));
+    assert_eq!(n.inline_send, 4096);
+    assert_eq!(n.inline_recv, 32768);
+
+    let peer = PrivateData::new(262144, 262144, true).to_bytes();
+    let n = negotiate(&big, Some(&peer));
+    assert_eq!((n.inline_send, n.inline_recv), (65536, 65536));
+    assert!(n.remote_invalidation);
+    // We do not want it: off even though the peer set R.
+    let no_rinv = LocalSettings {
+        remote_invalidation: false,
+        ..big
+    };
+    assert!(!negotiate(&no_rinv, Some(&peer)).remote_invalidation);
+
+    // Smallest peer: 1 KiB each way.
+    let peer = PrivateData::new(1024, 1024, true).to_bytes();
+    let n = negotiate(&big, Some(&peer));
+    assert_eq!((n.inline_send, n.inline_recv), (1024, 1024));
+}
+
+#[test]
+fn negotiation_fallback() {
+    for peer in [
+        None,
+        Some(&[][..]),
+        Some(&[0u8; 56][..]),
+        Some(&b"\xf6\xab\x0e\x18\x02\x01\x03\x03"[..]),
+        Some(&b"\xf6\xab\x0e\x18\x01\x01\x03"[..]),
+    ] {
+        let n = negotiate(&OURS, peer);
+        assert_eq!(n.inline_send, 1024);
+        assert_eq!(n.inline_recv, 1024);
+        assert!(!n.remote_invalidation);
+        assert_eq!(n.peer, None);
+    }
+}
+
+#[test]
+fn reconnect_is_stateless() {
+    let a = negotiate(&OURS, Some(&PrivateData::new(2048, 2048, true).to_bytes()));
+    let b = negotiate(&OURS, None);
+    let c = negotiate(&OURS, Some(&PrivateData::new(2048, 2048, true).to_bytes()));
+    assert_eq!(a, c);
+    assert_ne!(a, b);
+}
+
+#[test]
+fn encode_into_buffer() {
+    let pd = PrivateData::new(4096, 4096, true);
+    let mut out = [0u8; 8];
+    assert_eq!(pd.encode(&mut out), Some(8));
+    assert_eq!(out.to_vec(), pd_linux_client());
+    assert_eq!(pd.encode(&mut [0u8; 7]), None);
+}
+
+proptest! {
+    #[test]
+    fn search_finds_embedded_message(
+        prefix in prop::collection::vec(any::<u8>(), 0..64),
+        suffix in prop::collection::vec(any::<u8>(), 0..64),
+        flags in any::<u8>(), s in any::<u8>(), r in any::<u8>()) {
+        let pd = PrivateData { flags, send_code: s, recv_code: r };
+        let mut buf = prefix.clone();
+        buf.extend_from_slice(&pd.to_bytes());
+        buf.extend_from_slice(&suffix);
+        let (off, found) = find(&buf).unwrap();
+        // The prefix might itself contain a valid message; if not, ours is
+        // found where we put it.
+        prop_assert!(off <= prefix.len());
+        if off == prefix.len() {
+            prop_assert_eq!(found, pd);
+        }
+        prop_assert_eq!(&buf[off..off + LEN], &found.to_bytes()[..]);
+    }
+
+    #[test]
+    fn negotiation_bounds(buf in prop::collection::vec(any::<u8>(), 0..64),
+        send in any::<u32>(), recv in any::<u32>(), rinv in any::<bool>()) {
+        let ours = LocalSettings { send_size: send, recv_size: recv, remote_invalidation: rinv };
+        let n = negotiate(&ours, Some(&buf));
+        prop_assert!(n.inline_send <= send && n.inline_recv <= recv);
+        prop_assert!(n.inline_send <= 262144 && n.inline_recv <= 262144);
+        let floor = |x: u32| x.min(1024);
+        prop_assert!(n.inline_send >= floor(send) && n.inline_recv >= floor(recv));
+        if n.remote_invalidation { prop_assert!(rinv); }
+    }
+}
