@@ -5,9 +5,13 @@
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>
+#include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
+#include <linux/string.h>
+#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 
 #include "rpcrdma_rs_helpers.h"
 
@@ -23,10 +27,31 @@ static int rpcrdma_rs_show_open(struct inode *inode, struct file *file)
 	return single_open(file, rpcrdma_rs_show_seq, inode->i_private);
 }
 
+static ssize_t rpcrdma_rs_show_write(struct file *file, const char __user *ubuf,
+				     size_t len, loff_t *ppos)
+{
+	struct seq_file *m = file->private_data;
+	const struct rpcrdma_rs_show *show = m->private;
+	char *buf;
+	int ret;
+
+	if (!show->write)
+		return -EINVAL;
+	if (len >= PAGE_SIZE)
+		return -E2BIG;
+	buf = memdup_user_nul(ubuf, len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = show->write(show->data, buf, len);
+	kfree(buf);
+	return ret < 0 ? ret : len;
+}
+
 static const struct file_operations rpcrdma_rs_show_fops = {
 	.owner = THIS_MODULE,
 	.open = rpcrdma_rs_show_open,
 	.read = seq_read,
+	.write = rpcrdma_rs_show_write,
 	.llseek = seq_lseek,
 	.release = single_release,
 };
@@ -39,8 +64,8 @@ struct dentry *rpcrdma_rs_debugfs_create_show(const char *name,
 					      struct dentry *parent,
 					      struct rpcrdma_rs_show *show)
 {
-	return debugfs_create_file(name, 0444, parent, show,
-				   &rpcrdma_rs_show_fops);
+	return debugfs_create_file(name, show->write ? 0644 : 0444, parent,
+				   show, &rpcrdma_rs_show_fops);
 }
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device)
@@ -51,4 +76,42 @@ const char *rpcrdma_rs_ib_device_name(const struct ib_device *device)
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device)
 {
 	return device->index;
+}
+
+/* rdma_create_id() is a macro that names the calling module. */
+struct rdma_cm_id *rpcrdma_rs_create_id(rpcrdma_rs_cm_handler handler,
+					void *context)
+{
+	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP,
+			      IB_QPT_RC);
+}
+
+/* An IPv4 or IPv6 address (with an optional %scope) and a port, parsed. */
+int rpcrdma_rs_parse_addr(const char *addr, const char *port,
+			  struct __kernel_sockaddr_storage *ss)
+{
+	return inet_pton_with_scope(&init_net, AF_UNSPEC, (char *)addr,
+				    (char *)port, ss);
+}
+
+/* ib_alloc_pd() is a macro that names the calling module. */
+struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device)
+{
+	return ib_alloc_pd(device, 0);
+}
+
+void rpcrdma_rs_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+/* ib_alloc_cq_any() is a static inline that names the calling module. */
+struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, int nr_cqe)
+{
+	return ib_alloc_cq_any(device, NULL, nr_cqe, IB_POLL_WORKQUEUE);
+}
+
+u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device)
+{
+	return device->attrs.max_qp_rd_atom;
 }

@@ -9,22 +9,41 @@
 #include <linux/types.h>
 
 struct dentry;
+struct ib_cq;
 struct ib_device;
+struct ib_pd;
+struct rdma_cm_event;
+struct rdma_cm_id;
 struct seq_file;
+struct __kernel_sockaddr_storage;
 
 /**
- * struct rpcrdma_rs_show - a read-only debugfs file rendered by a callback
+ * struct rpcrdma_rs_show - a debugfs file rendered by a callback
  * @show: fills @m; @data is the pointer given below
+ * @write: if not NULL, the file is writable: called with what was written,
+ *	NUL-terminated, in kernel memory; returns 0 or a negative errno
  * @data: owner's context, valid until the file is removed
  */
 struct rpcrdma_rs_show {
 	int (*show)(struct seq_file *m, void *data);
+	int (*write)(void *data, const char *buf, size_t len);
 	void *data;
 };
 
 struct dentry *rpcrdma_rs_debugfs_create_show(const char *name,
 					      struct dentry *parent,
 					      struct rpcrdma_rs_show *show);
+
+typedef int (*rpcrdma_rs_cm_handler)(struct rdma_cm_id *id,
+				     struct rdma_cm_event *event);
+struct rdma_cm_id *rpcrdma_rs_create_id(rpcrdma_rs_cm_handler handler,
+					void *context);
+int rpcrdma_rs_parse_addr(const char *addr, const char *port,
+			  struct __kernel_sockaddr_storage *ss);
+struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device);
+void rpcrdma_rs_dealloc_pd(struct ib_pd *pd);
+struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, int nr_cqe);
+u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device);
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);

@@ -14,6 +14,7 @@ use kernel::prelude::*;
 
 mod bindings;
 mod debugfs;
+mod errno;
 pub mod proto;
 mod rdma;
 mod xprt;

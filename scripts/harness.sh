@@ -17,7 +17,7 @@ set -euo pipefail
 
 transport=c
 rdma=rxe
-tests="nfs_data_integrity.sh device_tracking.sh"
+tests="nfs_data_integrity.sh connect_probe.sh device_tracking.sh"
 out=""
 limit=${HARNESS_TIMEOUT:-1200}
 extra_env=()

@@ -79,13 +79,22 @@ impl SeqFile {
     }
 }
 
-/// Renders the contents of a read-only debugfs file.
+/// Renders the contents of a debugfs file, and takes what is written to it.
 pub(crate) trait Show: Send + Sync {
+    /// Whether the file is writable; writes go to [`Show::store`].
+    const WRITABLE: bool = false;
+
     /// Writes the file's contents into `m`.
     fn show(&self, m: &SeqFile) -> Result;
+
+    /// Takes one `write(2)` to the file.
+    fn store(&self, _input: &[u8]) -> Result {
+        Err(EINVAL)
+    }
 }
 
-/// A read-only debugfs file whose contents `T` renders at each open.
+/// A debugfs file whose contents `T` renders at each open (and which `T`
+/// may accept writes to).
 ///
 /// # Invariants
 ///
@@ -115,6 +124,11 @@ impl<T: Show> File<T> {
                     unsafe {
                         slot.write(bindings::rpcrdma_rs_show {
                             show: Some(show_callback::<T>),
+                            write: if T::WRITABLE {
+                                Some(write_callback::<T>)
+                            } else {
+                                None
+                            },
                             data: target,
                         })
                     };
@@ -163,6 +177,27 @@ unsafe extern "C" fn show_callback<T: Show>(
         let target = unsafe { &*data.cast::<T>() };
         // SAFETY: `m` is live for the duration of this callback.
         target.show(unsafe { SeqFile::from_raw(m) })?;
+        Ok(0)
+    })
+}
+
+/// Called by the C helper for each write to a writable file.
+///
+/// # Safety
+///
+/// `data` is the `T` the file was created with; `buf` points to `len`
+/// readable bytes that live for the duration of the call.
+unsafe extern "C" fn write_callback<T: Show>(
+    data: *mut c_void,
+    buf: *const kernel::ffi::c_char,
+    len: usize,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: As in `show_callback`.
+        let target = unsafe { &*data.cast::<T>() };
+        // SAFETY: By the function's contract.
+        let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        target.store(input)?;
         Ok(0)
     })
 }

@@ -45,4 +45,11 @@ impl Device {
         // SAFETY: The device is registered (type invariant).
         unsafe { bindings::rpcrdma_rs_ib_device_index(self.as_raw()) }
     }
+
+    /// How many RDMA Read requests one QP of this device can answer at
+    /// once (`attrs.max_qp_rd_atom`).
+    pub(crate) fn max_qp_rd_atom(&self) -> u32 {
+        // SAFETY: The device is registered (type invariant).
+        unsafe { bindings::rpcrdma_rs_ib_device_max_qp_rd_atom(self.as_raw()) }
+    }
 }

@@ -6,7 +6,9 @@
 //! bindings; the transport sees Rust types with their rules written down.
 
 pub(crate) mod client;
+pub(crate) mod cm;
 pub(crate) mod device;
 
 pub(crate) use client::{Client, Registration};
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, Cq, Pd, QpCaps, SockAddr};
 pub(crate) use device::Device;

@@ -5,17 +5,20 @@
 //! The map to the C implementation (`net/sunrpc/xprtrdma/`) is file by
 //! file where it can be: `ib_client.rs` here is `ib_client.c` there.
 
+mod connect;
 mod ib_client;
 
 use crate::{debugfs, rdma};
 use kernel::{c_str, prelude::*, sync::Arc};
 
+pub(crate) use connect::ConnectProbe;
 pub(crate) use ib_client::DeviceTracker;
 
 /// Everything the module holds while loaded. Fields drop in order: the
-/// report file first (it reads the tracker), the client registration next,
-/// the debugfs directory last.
+/// debugfs files first (they read the tracker and the probe), the client
+/// registration next, the debugfs directory last.
 pub(crate) struct Transport {
+    _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
     _devices: rdma::Registration<DeviceTracker>,
     _debugfs: debugfs::Dir,
@@ -28,7 +31,10 @@ impl Transport {
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
         let devices = rdma::Registration::new(tracker)?;
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
+        let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
+        let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
         Ok(Self {
+            _connect_file: connect_file,
             _devices_file: devices_file,
             _devices: devices,
             _debugfs: debugfs,

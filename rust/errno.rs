@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Errnos the kernel crate of Linux 6.12 does not name, defined once.
+
+use crate::bindings;
+use kernel::error::Error;
+
+macro_rules! errnos {
+    ($($(#[$doc:meta])* $fn:ident => $name:ident,)*) => {$(
+        $(#[$doc])*
+        pub(crate) fn $fn() -> Error {
+            // Errno values are small positive numbers; the cast cannot wrap.
+            Error::from_errno(-(bindings::$name as i32))
+        }
+    )*};
+}
+
+errnos! {
+    /// Connection timed out.
+    etimedout => ETIMEDOUT,
+    /// Connection refused.
+    econnrefused => ECONNREFUSED,
+    /// No route to host.
+    ehostunreach => EHOSTUNREACH,
+}

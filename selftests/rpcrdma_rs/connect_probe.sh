@@ -1,0 +1,43 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rpcrdma_rs connects to the kernel's NFS/RDMA server through the RDMA
+# connection manager with RFC 8797 private data, reads the server's, and
+# negotiates inline thresholds (requested through debugfs until the
+# transport class exists). Failed attempts fail cleanly.
+RUN_DIR=$1
+. "$(dirname "$0")/lib.sh"
+
+if [ "$TRANSPORT" != rs ]; then
+	tap_plan 1
+	tap_skip "connection probe" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
+	exit 0
+fi
+
+probe=/sys/kernel/debug/rpcrdma_rs/connect
+report() { cat "$probe"; }
+has() { report | grep -qF -- "$1"; }
+attempt() { echo "$1 $2" >"$probe"; }
+# A failed attempt must fail the write, and say why.
+attempt_fails() { ! attempt "$1" "$2" && has "outcome: failed while $3"; }
+
+tap_plan 12
+lsmod | grep -q '^rpcrdma_rs\b' || insmod "$MODULE"
+tap_check "no attempt reported before the first" has "no connection attempted"
+tap_check "connect to $SERVER_IP4 port 20049" attempt "$SERVER_IP4" 20049
+report | sed 's/^/# /'
+tap_check "connected through $(rdma_dev)" bash -c "grep -q 'outcome: connected' $probe && grep -q 'device: $(rdma_dev)' $probe"
+# Version 1, remote invalidation (R), 4 KiB send and receive: 03 03.
+tap_check "sent RFC 8797 private data f6ab0e18 01 01 03 03" has "sent private data: f6 ab 0e 18 01 01 03 03"
+# The Linux server answers version 1, R clear, 4 KiB both ways.
+tap_check "server's private data read: f6ab0e18 01 00 03 03" has ": f6 ab 0e 18 01 00 03 03"
+tap_check "peer's sizes decoded" has "peer: send 4096 receive 4096 remote invalidation false"
+tap_check "negotiated inline thresholds 4096/4096" has "inline send 4096 receive 4096"
+tap_check "connect over IPv6 to $SERVER_IP6" attempt "$SERVER_IP6" 20049
+tap_check "IPv6 attempt connected and negotiated" bash -c "grep -q 'outcome: connected' $probe && grep -q 'inline send 4096 receive 4096' $probe"
+tap_check "a port with no listener is refused cleanly" attempt_fails "$SERVER_IP4" 20050 connecting
+report | sed 's/^/# /'
+tap_check "an address nobody has fails cleanly" attempt_fails 10.225.0.99 20049 resolving
+report | sed 's/^/# /'
+tap_check "malformed request rejected" bash -c "! echo 'nonsense' >$probe"
+tap_exit
