@@ -213,6 +213,10 @@ def main():
         vals = [ratios.get((label, job), 0) for job in JOBS]
         ax.bar([j + i * width for j in range(len(JOBS))], vals, width, label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)
+    for i, label in enumerate(labels):
+        if label in unavailable:
+            ax.text(0.01, 0.97 - 0.06 * i, f"{label}: not measured ({unavailable[label]})",
+                    transform=ax.transAxes, fontsize=8, va="top")
     ax.set_xticks([j + width for j in range(len(JOBS))])
     ax.set_xticklabels(JOBS, rotation=20, ha="right")
     ax.set_ylabel("ratio to the C transport (median)")

@@ -7,6 +7,7 @@
 #
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
+#                      [--append KERNEL-ARGS]
 #
 # Writes everything into the run directory (default under the cache):
 # params, both guests' logs and dmesg, one TAP file per test. Exits non-zero
@@ -21,6 +22,8 @@ tests="nfs_data_integrity.sh connect_probe.sh device_tracking.sh"
 out=""
 limit=${HARNESS_TIMEOUT:-1200}
 extra_env=()
+# Debugging aids on the guests' command line (the kernel has the rest built in).
+append="slub_debug=FZP kmemleak=on"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--transport) transport=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--timeout) limit=$2; shift 2 ;;
 	--env) extra_env+=("$2"); shift 2 ;;
+	--append) append=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -68,7 +72,7 @@ sel=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs
 vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G --cpus 1
 	--verbose --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run
-	--append "slub_debug=FZP kmemleak=on")
+	--append "$append")
 
 guest() { # ROLE NETDEV-OPTS
 	local role=$1 netdev=$2 mac=$3

@@ -33,7 +33,7 @@ cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 server_cpu_busy() {
 	local tag=$1
 	touch "$RUN_DIR/stat-req-$tag"
-	wait_for_file "$RUN_DIR/stat-$tag" 30 && cat "$RUN_DIR/stat-$tag"
+	wait_for_file "$RUN_DIR/stat-$tag" 30 && cat "$RUN_DIR/stat-$tag" && rm -f "$RUN_DIR/stat-$tag"
 }
 
 mount_proto() {
@@ -103,7 +103,7 @@ if [ "${BENCH_PERFTEST:-0}" = 1 ]; then
 		ok=1
 		for _ in $(seq 30); do
 			case $t in
-			ib_send_lat) args=(-s 64 -n 2000) ;;
+			ib_send_lat) args=(-s 64 -n 500) ;;
 			*) args=(-s 1048576 -n 200) ;;
 			esac
 			if $t -R -d "$(rdma_dev)" -F "${args[@]}" "$SERVER_IP4" >"$out/$t.txt" 2>&1; then

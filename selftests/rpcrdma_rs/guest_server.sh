@@ -41,7 +41,7 @@ if [ "${BENCH_PERFTEST:-0}" = 1 ]; then
 	(
 		ib_write_bw -R -d "$(rdma_dev)" -F -s 1048576 -n 200
 		ib_read_bw -R -d "$(rdma_dev)" -F -s 1048576 -n 200
-		ib_send_lat -R -d "$(rdma_dev)" -F -s 64 -n 2000
+		ib_send_lat -R -d "$(rdma_dev)" -F -s 64 -n 500
 	) >"$RUN_DIR/server-perftest.log" 2>&1 &
 fi
 
