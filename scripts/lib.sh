@@ -16,8 +16,9 @@ RUSTC=${RUSTC:-/usr/bin/rustc}
 RUSTDOC=${RUSTDOC:-/usr/bin/rustdoc}
 BINDGEN=${BINDGEN:-$RPCRDMA_RS_CACHE/tools/bin/bindgen}
 VNG=${VNG:-$RPCRDMA_RS_CACHE/venv/bin/vng}
-# vng runs its helpers (virtme-run, virtme-configkernel) from PATH.
-PATH=$(dirname "$VNG"):$PATH
+# vng runs its helpers (virtme-run, virtme-configkernel) from PATH; cargo
+# may live in rustup's default place without being on PATH.
+PATH=$(dirname "$VNG"):$PATH:$HOME/.cargo/bin
 KMAKE_VARS=(RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" HOSTRUSTC="$RUSTC")
 
 # Build parallelism: the project machines have two cores.

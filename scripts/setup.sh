@@ -26,6 +26,8 @@ for pkg in "${DEBIAN_PACKAGES[@]}"; do
 		missing+=("$pkg")
 	fi
 done
+# Without a cargo on PATH, Debian's (the same release as rustc-web) does.
+command -v cargo >/dev/null || missing+=(cargo-web)
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing Debian packages: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive

@@ -8,11 +8,7 @@
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-if [ "$TRANSPORT" != rs ]; then
-	tap_plan 1
-	tap_skip "connection probe" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
-	exit 0
-fi
+require_rs_transport "connection probe"
 
 probe=/sys/kernel/debug/rpcrdma_rs/connect
 report() { cat "$probe"; }

@@ -7,11 +7,7 @@
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-if [ "$TRANSPORT" != rs ]; then
-	tap_plan 1
-	tap_skip "device tracking" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
-	exit 0
-fi
+require_rs_transport "device tracking"
 
 report=/sys/kernel/debug/rpcrdma_rs/devices
 dev=$(rdma_dev)

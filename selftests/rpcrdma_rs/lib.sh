@@ -25,6 +25,24 @@ tap_check() {
 tap_diag() { echo "# $*"; }
 tap_exit() { [ "$tap_failed" = 0 ]; exit $?; }
 
+# Ends a test that only concerns rpcrdma_rs, as one skipped case, when
+# another transport is under test.
+require_rs_transport() {
+	[ "$TRANSPORT" = rs ] && return 0
+	tap_plan 1
+	tap_skip "$1" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
+	exit 0
+}
+
+# Ends a test that needs an NFS mount over RDMA, as one skipped case, when
+# the transport under test has not registered the rdma transport class.
+require_rdma_xprt() {
+	rdma_xprt_registered && return 0
+	tap_plan 1
+	tap_skip "$1" "no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
+	exit 0
+}
+
 # The network interface with the given MAC address.
 nic_by_mac() {
 	local mac=$1 dev

@@ -11,11 +11,7 @@ RUN_DIR=$1
 VERSIONS=${NFS_VERSIONS:-3 4.2}
 CASES_PER_VERSION=7
 
-if ! rdma_xprt_registered; then
-	tap_plan 1
-	tap_skip "nfs data integrity" "no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
-	exit 0
-fi
+require_rdma_xprt "nfs data integrity"
 set -- $VERSIONS
 IPV6_CASES=4
 tap_plan $(($# * CASES_PER_VERSION + IPV6_CASES))

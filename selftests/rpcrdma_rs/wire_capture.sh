@@ -9,11 +9,7 @@
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-if ! rdma_xprt_registered; then
-	tap_plan 1
-	tap_skip "wire capture" "no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
-	exit 0
-fi
+require_rdma_xprt "wire capture"
 tap_plan 11
 mnt=/mnt/wire
 mkdir -p "$mnt"
