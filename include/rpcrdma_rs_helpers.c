@@ -90,8 +90,7 @@ struct rdma_cm_id *rpcrdma_rs_create_id(rpcrdma_rs_cm_handler handler,
 int rpcrdma_rs_parse_addr(const char *addr, const char *port,
 			  struct __kernel_sockaddr_storage *ss)
 {
-	return inet_pton_with_scope(&init_net, AF_UNSPEC, (char *)addr,
-				    (char *)port, ss);
+	return inet_pton_with_scope(&init_net, AF_UNSPEC, addr, port, ss);
 }
 
 /* ib_alloc_pd() is a macro that names the calling module. */
@@ -114,4 +113,67 @@ struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, int nr_cqe)
 u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device)
 {
 	return device->attrs.max_qp_rd_atom;
+}
+
+u32 rpcrdma_rs_pd_local_dma_lkey(const struct ib_pd *pd)
+{
+	return pd->local_dma_lkey;
+}
+
+static enum dma_data_direction rpcrdma_rs_dir(bool to_device)
+{
+	return to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+/* ib_dma_map_single() and ib_dma_mapping_error() are static inlines. */
+int rpcrdma_rs_dma_map(struct ib_device *device, void *buf, size_t len,
+		       bool to_device, u64 *addr)
+{
+	*addr = ib_dma_map_single(device, buf, len, rpcrdma_rs_dir(to_device));
+	return ib_dma_mapping_error(device, *addr) ? -EIO : 0;
+}
+
+void rpcrdma_rs_dma_unmap(struct ib_device *device, u64 addr, size_t len,
+			  bool to_device)
+{
+	ib_dma_unmap_single(device, addr, len, rpcrdma_rs_dir(to_device));
+}
+
+void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *device, u64 addr,
+				 size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_cpu(device, addr, len, rpcrdma_rs_dir(to_device));
+}
+
+void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
+				    size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_device(device, addr, len,
+				      rpcrdma_rs_dir(to_device));
+}
+
+/* ib_post_recv() is a static inline; one buffer, one SGE. */
+int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
+			 u32 len, u32 lkey)
+{
+	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ib_recv_wr wr = { .wr_cqe = cqe, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+/* ib_post_send() is a static inline; one signaled Send of one buffer. */
+int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
+			 u32 len, u32 lkey)
+{
+	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ib_send_wr wr = {
+		.wr_cqe = cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
 }

@@ -11,7 +11,9 @@
 struct dentry;
 struct ib_cq;
 struct ib_device;
+struct ib_cqe;
 struct ib_pd;
+struct ib_qp;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct seq_file;
@@ -44,6 +46,20 @@ struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device);
 void rpcrdma_rs_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, int nr_cqe);
 u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device);
+u32 rpcrdma_rs_pd_local_dma_lkey(const struct ib_pd *pd);
+
+int rpcrdma_rs_dma_map(struct ib_device *device, void *buf, size_t len,
+		       bool to_device, u64 *addr);
+void rpcrdma_rs_dma_unmap(struct ib_device *device, u64 addr, size_t len,
+			  bool to_device);
+void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *device, u64 addr,
+				 size_t len, bool to_device);
+void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
+				    size_t len, bool to_device);
+int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
+			 u32 len, u32 lkey);
+int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
+			 u32 len, u32 lkey);
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);

@@ -22,4 +22,8 @@ errnos! {
     econnrefused => ECONNREFUSED,
     /// No route to host.
     ehostunreach => EHOSTUNREACH,
+    /// Message too long.
+    emsgsize => EMSGSIZE,
+    /// Protocol error.
+    eproto => EPROTO,
 }

@@ -35,7 +35,7 @@ results=$RPCRDMA_RS_CACHE/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
 # No kmemleak scanning or SLUB poisoning while measuring; the debug
 # options compiled into the test kernel stay, the same for every transport.
-common=(--rdma "$rdma" --tests bench.sh --timeout 3600 --append "kmemleak=off"
+common=(--rdma "$rdma" --tests bench.sh --timeout 3600 --append "kmemleak=off" --env TEST_TIMEOUT=3300
 	--env "BENCH_REPS=$reps" --env "BENCH_RUNTIME=$runtime" --env "BENCH_SIZE=$size")
 
 status=0

@@ -17,34 +17,39 @@ use kernel::{
     types::Opaque,
 };
 
-/// A debugfs directory, removed with everything in it on drop.
+/// A debugfs directory, removed with everything in it when the last of it
+/// and its files goes.
+pub(crate) struct Dir(Arc<DirEntry>);
+
+/// The dentry of a directory.
 ///
 /// # Invariants
 ///
 /// `dentry` was returned by `debugfs_create_dir` (possibly an error pointer,
 /// which every debugfs function accepts) and is removed only by `drop`.
-pub(crate) struct Dir {
+struct DirEntry {
     dentry: *mut bindings::dentry,
 }
 
 // SAFETY: A dentry pointer may be used and removed from any thread.
-unsafe impl Send for Dir {}
-// SAFETY: `Dir` offers no interior mutability.
-unsafe impl Sync for Dir {}
+unsafe impl Send for DirEntry {}
+// SAFETY: `DirEntry` offers no interior mutability.
+unsafe impl Sync for DirEntry {}
 
 impl Dir {
     /// Creates a directory at the top of debugfs.
-    pub(crate) fn new(name: &CStr) -> Self {
+    pub(crate) fn new(name: &CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated; a NULL parent is the debugfs root.
         let dentry = unsafe { bindings::debugfs_create_dir(name.as_char_ptr(), ptr::null_mut()) };
         // INVARIANT: the dentry comes from `debugfs_create_dir`.
-        Self { dentry }
+        Ok(Self(Arc::new(DirEntry { dentry }, GFP_KERNEL)?))
     }
 }
 
-impl Drop for Dir {
+impl Drop for DirEntry {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant the dentry is ours to remove, once.
+        // SAFETY: By the type invariant the dentry is ours to remove, once;
+        // every file in it holds this entry, so they were removed first.
         unsafe { bindings::debugfs_remove(self.dentry) };
     }
 }
@@ -99,13 +104,15 @@ pub(crate) trait Show: Send + Sync {
 /// # Invariants
 ///
 /// `show.data` points to the `T` owned by `data`; `dentry` is the file
-/// created over `show` and is removed before `show` and `data` go away.
+/// created over `show` in `parent`, and is removed before `show`, `data`
+/// and `parent` go away.
 #[pin_data(PinnedDrop)]
 pub(crate) struct File<T: Show> {
     #[pin]
     show: Opaque<bindings::rpcrdma_rs_show>,
     dentry: *mut bindings::dentry,
     data: Arc<T>,
+    parent: Arc<DirEntry>,
 }
 
 // SAFETY: The raw pointers are only used to remove the file, which any thread may do.
@@ -135,6 +142,7 @@ impl<T: Show> File<T> {
                 }),
                 dentry: ptr::null_mut(),
                 data,
+                parent: parent.0.clone(),
             }),
             GFP_KERNEL,
         )?;
@@ -143,7 +151,7 @@ impl<T: Show> File<T> {
         let dentry = unsafe {
             bindings::rpcrdma_rs_debugfs_create_show(
                 name.as_char_ptr(),
-                parent.dentry,
+                parent.0.dentry,
                 file.show.get(),
             )
         };
@@ -156,8 +164,9 @@ impl<T: Show> File<T> {
 #[pinned_drop]
 impl<T: Show> PinnedDrop for File<T> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: The file is ours (type invariant). `debugfs_remove` waits
-        // for readers still in `->show`, so `data` may be freed after it.
+        // SAFETY: The file is ours (type invariant) and its directory is
+        // still there (`parent`). `debugfs_remove` waits for readers and
+        // writers still in the file's operations, so `data` may go after it.
         unsafe { bindings::debugfs_remove(self.dentry) };
     }
 }

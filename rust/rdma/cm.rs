@@ -3,9 +3,14 @@
 //! RDMA connection manager identifiers (`struct rdma_cm_id`), and the
 //! protection domain and completion queues a connection's QP needs.
 
+use super::buffer::{CompletionHandler, WorkBuf};
 use super::Device;
-use crate::bindings;
-use core::{marker::PhantomData, ptr::NonNull};
+use crate::{bindings, errno};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_void},
@@ -64,6 +69,25 @@ pub(crate) enum CmEventKind {
 }
 
 impl CmEventKind {
+    /// A bit of its own for each kind, for sets of kinds seen.
+    pub(crate) fn bit(self) -> u32 {
+        let index = match self {
+            Self::AddrResolved => 0,
+            Self::AddrError => 1,
+            Self::RouteResolved => 2,
+            Self::RouteError => 3,
+            Self::ConnectError => 4,
+            Self::Unreachable => 5,
+            Self::Rejected => 6,
+            Self::Established => 7,
+            Self::Disconnected => 8,
+            Self::DeviceRemoval => 9,
+            Self::AddrChange => 10,
+            Self::Other(_) => 31,
+        };
+        1 << index
+    }
+
     fn from_raw(event: bindings::rdma_cm_event_type) -> Self {
         match event {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => Self::AddrResolved,
@@ -130,7 +154,8 @@ pub(crate) trait CmHandler: Send + Sync + 'static {
     fn handle(&self, event: &CmEvent<'_>);
 }
 
-/// A protection domain (`struct ib_pd`).
+/// A protection domain (`struct ib_pd`). Only a [`CmId`] makes one, for
+/// its own device, and frees it after its QP.
 ///
 /// # Invariants
 ///
@@ -145,8 +170,14 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
+    /// The key that lets the device reach any local DMA-mapped memory.
+    fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: The PD is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_pd_local_dma_lkey(self.raw.as_ptr()) }
+    }
+
     /// Allocates a protection domain on `device`.
-    pub(crate) fn new(device: &Device) -> Result<Self> {
+    fn new(device: &Device) -> Result<Self> {
         // SAFETY: `device` is registered (its type invariant).
         let raw = from_err_ptr(unsafe { bindings::rpcrdma_rs_alloc_pd(device.as_raw()) })?;
         // INVARIANT: allocated by `ib_alloc_pd`, which never returns NULL.
@@ -162,7 +193,8 @@ impl Drop for Pd {
     }
 }
 
-/// A completion queue (`struct ib_cq`) polled from a workqueue.
+/// A completion queue (`struct ib_cq`) polled from a workqueue. Only a
+/// [`CmId`] makes one, for its own device, and frees it after its QP.
 ///
 /// # Invariants
 ///
@@ -178,7 +210,7 @@ unsafe impl Sync for Cq {}
 
 impl Cq {
     /// Allocates a completion queue of `entries` entries on `device`.
-    pub(crate) fn new(device: &Device, entries: u32) -> Result<Self> {
+    fn new(device: &Device, entries: u32) -> Result<Self> {
         let entries = c_int::try_from(entries).map_err(|_| EINVAL)?;
         // SAFETY: `device` is registered (its type invariant).
         let raw = from_err_ptr(unsafe { bindings::rpcrdma_rs_alloc_cq(device.as_raw(), entries) })?;
@@ -194,8 +226,10 @@ impl Drop for Cq {
     }
 }
 
-/// The sizes of a queue pair.
+/// The sizes of a queue pair and its completion queues.
 pub(crate) struct QpCaps {
+    /// Entries of each of the send and receive completion queues.
+    pub(crate) cq_entries: u32,
     /// Send work requests that may be outstanding.
     pub(crate) max_send_wr: u32,
     /// Receive work requests that may be outstanding.
@@ -239,14 +273,16 @@ pub(crate) struct CmId<H: CmHandler> {
     raw: NonNull<bindings::rdma_cm_id>,
     context: *const c_void,
     qp: Option<QpResources>,
+    /// Work requests were posted: the QP must be drained before teardown.
+    posted: AtomicBool,
     _handler: PhantomData<Arc<H>>,
 }
 
 // SAFETY: The identifier's functions may be called from any thread; the
-// handler runs on the connection manager's own workqueue.
+// handler runs on the connection manager's own workqueue. Not `Sync`: the
+// connection manager does not serialise, e.g., `rdma_connect` against
+// `rdma_disconnect` on one identifier.
 unsafe impl<H: CmHandler> Send for CmId<H> {}
-// SAFETY: The connection manager serialises operations on an identifier.
-unsafe impl<H: CmHandler> Sync for CmId<H> {}
 
 impl<H: CmHandler> CmId<H> {
     /// Creates an identifier for a reliable-connected (RC) connection in the
@@ -263,6 +299,7 @@ impl<H: CmHandler> CmId<H> {
                 raw,
                 context,
                 qp: None,
+                posted: AtomicBool::new(false),
                 _handler: PhantomData,
             }),
             None => {
@@ -308,12 +345,17 @@ impl<H: CmHandler> CmId<H> {
         Some(unsafe { Device::from_raw(device.cast()) })
     }
 
-    /// Creates the identifier's RC queue pair; it keeps `pd` and the CQs
-    /// until it is destroyed.
-    pub(crate) fn create_qp(&mut self, pd: Pd, send_cq: Cq, recv_cq: Cq, caps: &QpCaps) -> Result {
+    /// Creates the identifier's RC queue pair, with a protection domain and
+    /// send and receive CQs of its own on the resolved device; they are
+    /// freed after the QP, before the identifier.
+    pub(crate) fn create_qp(&mut self, caps: &QpCaps) -> Result {
         if self.qp.is_some() {
             return Err(EBUSY);
         }
+        let device = self.device().ok_or(EINVAL)?;
+        let pd = Pd::new(device)?;
+        let send_cq = Cq::new(device, caps.cq_entries)?;
+        let recv_cq = Cq::new(device, caps.cq_entries)?;
         let mut attr = bindings::ib_qp_init_attr {
             send_cq: send_cq.raw.as_ptr().cast(),
             recv_cq: recv_cq.raw.as_ptr().cast(),
@@ -325,8 +367,8 @@ impl<H: CmHandler> CmId<H> {
         attr.cap.max_recv_wr = caps.max_recv_wr;
         attr.cap.max_send_sge = caps.max_send_sge;
         attr.cap.max_recv_sge = caps.max_recv_sge;
-        // SAFETY: `raw` is live; `pd` and the CQs are live and, stored in
-        // `self.qp`, outlive the QP (destroyed first in `drop`).
+        // SAFETY: `raw` is live; `pd` and the CQs are on its device and,
+        // kept in `self.qp`, outlive the QP (destroyed first in `drop`).
         to_result(unsafe {
             bindings::rdma_create_qp(self.raw.as_ptr(), pd.raw.as_ptr().cast(), &mut attr)
         })?;
@@ -336,6 +378,14 @@ impl<H: CmHandler> CmId<H> {
             _pd: pd,
         });
         Ok(())
+    }
+
+    /// The local DMA key of the QP's protection domain.
+    pub(crate) fn local_dma_lkey(&self) -> Result<u32> {
+        self.qp
+            .as_ref()
+            .map(|qp| qp._pd.local_dma_lkey())
+            .ok_or(EINVAL)
     }
 
     /// Connects; the handler is told `Established` or why not.
@@ -354,6 +404,61 @@ impl<H: CmHandler> CmId<H> {
         to_result(unsafe { bindings::rdma_connect(self.raw.as_ptr(), &mut raw) })
     }
 
+    fn raw_qp(&self) -> Result<*mut bindings::ib_qp> {
+        if self.qp.is_none() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `raw` is live; its QP exists while `self.qp` is set.
+        Ok(unsafe { (*self.raw.as_ptr()).qp }.cast())
+    }
+
+    /// Posts `buf` as one Receive.
+    ///
+    /// # Safety
+    ///
+    /// `buf` must not be posted already, and must stay alive until its
+    /// completion is delivered: calling [`CmId::drain`] before dropping the
+    /// buffer guarantees that.
+    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, buf: &WorkBuf<'_, C>) -> Result {
+        let qp = self.raw_qp()?;
+        let (addr, len, lkey) = buf.sge();
+        self.posted.store(true, Ordering::Relaxed);
+        // SAFETY: The QP is live; the buffer is mapped and outlives the work
+        // request by the function's contract.
+        to_result(unsafe { bindings::rpcrdma_rs_post_recv(qp, buf.cqe(), addr, len, lkey) })
+    }
+
+    /// Posts the first `len` bytes of `buf` as one signaled Send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmId::post_recv`].
+    pub(crate) unsafe fn post_send<C: CompletionHandler>(
+        &self,
+        buf: &WorkBuf<'_, C>,
+        len: u32,
+    ) -> Result {
+        let qp = self.raw_qp()?;
+        let (addr, max, lkey) = buf.sge();
+        if len > max {
+            return Err(errno::emsgsize());
+        }
+        self.posted.store(true, Ordering::Relaxed);
+        // SAFETY: As in `post_recv`.
+        to_result(unsafe { bindings::rpcrdma_rs_post_send(qp, buf.cqe(), addr, len, lkey) })
+    }
+
+    /// Waits until every posted work request has completed, flushing what
+    /// is still queued: afterwards no completion refers to any buffer.
+    pub(crate) fn drain(&self) {
+        if let Ok(qp) = self.raw_qp() {
+            if self.posted.swap(false, Ordering::AcqRel) {
+                // SAFETY: The QP is live and its CQs are not polled directly.
+                unsafe { bindings::ib_drain_qp(qp) };
+            }
+        }
+    }
+
     /// Starts an orderly disconnect; the handler is told `Disconnected`.
     pub(crate) fn disconnect(&self) -> Result {
         // SAFETY: `raw` is live (type invariant).
@@ -364,6 +469,7 @@ impl<H: CmHandler> CmId<H> {
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
         if self.qp.is_some() {
+            self.drain();
             // SAFETY: The identifier has a QP (type invariant).
             unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
         }

@@ -5,10 +5,12 @@
 //! Only this layer (and the other wrapper layers) touches the generated
 //! bindings; the transport sees Rust types with their rules written down.
 
+pub(crate) mod buffer;
 pub(crate) mod client;
 pub(crate) mod cm;
 pub(crate) mod device;
 
+pub(crate) use buffer::{Completion, CompletionHandler, WorkBuf};
 pub(crate) use client::{Client, Registration};
-pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, Cq, Pd, QpCaps, SockAddr};
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, QpCaps, SockAddr};
 pub(crate) use device::Device;

@@ -13,9 +13,17 @@
 use crate::{
     debugfs::{self, seq_print, SeqFile},
     errno,
-    proto::private_data::{self, LocalSettings, Negotiated, PrivateData},
-    rdma::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, Cq, Pd, QpCaps, SockAddr},
+    proto::{
+        header::{self, Body, DecodeLimits, Message, MsgProc},
+        private_data::{self, LocalSettings, Negotiated, PrivateData},
+        xdr::{XdrReader, XdrWriter},
+    },
+    rdma::{
+        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, QpCaps,
+        SockAddr, WorkBuf,
+    },
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     fmt, new_condvar, new_mutex,
     prelude::*,
@@ -36,6 +44,17 @@ const RESOLVE_TIMEOUT_MS: u32 = 5000;
 const EVENT_TIMEOUT_MS: u32 = 20000;
 /// The largest private data area the connection manager hands a consumer.
 const MAX_PEER_PRIVATE: usize = 196;
+/// Credits asked of the server (C: the default slot table size).
+const CREDITS_REQUESTED: u32 = 128;
+/// How much of a received message the report keeps.
+const MAX_REPLY_KEPT: usize = 128;
+/// Buffer tags, for the completion handler.
+const RECV_TAG: u32 = 1;
+const SEND_TAG: u32 = 2;
+/// RPC: NFS program, version 3, procedure NULL (RFC 1813), AUTH_NONE.
+const NFS_PROGRAM: u32 = 100003;
+const NFS_V3: u32 = 3;
+static NEXT_XID: AtomicU32 = AtomicU32::new(0x5253_0001);
 
 /// The connection manager's events for one connection, as they arrive.
 #[pin_data]
@@ -47,40 +66,171 @@ pub(crate) struct ConnEvents {
 }
 
 struct EventState {
-    /// Events seen so far; waiters compare it to what they have seen.
-    count: u64,
+    /// Every kind of event seen so far, one bit each (`CmEventKind::bit`):
+    /// several events can arrive before a waiter runs (ESTABLISHED then the
+    /// peer's DISCONNECTED, DISCONNECTED then TIMEWAIT_EXIT).
+    seen: u32,
     last: Option<(CmEventKind, i32)>,
     peer_private: [u8; MAX_PEER_PRIVATE],
     peer_private_len: usize,
+    /// The Receive's completion and the start of what arrived.
+    received: Option<Completion>,
+    reply: [u8; MAX_REPLY_KEPT],
+    reply_len: usize,
+    /// The Send's completion.
+    sent: Option<Completion>,
 }
 
 impl ConnEvents {
     fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             state <- new_mutex!(EventState {
-                count: 0,
+                seen: 0,
                 last: None,
                 peer_private: [0; MAX_PEER_PRIVATE],
                 peer_private_len: 0,
+                received: None,
+                reply: [0; MAX_REPLY_KEPT],
+                reply_len: 0,
+                sent: None,
             }),
             changed <- new_condvar!(),
         })
     }
 
-    /// Waits for the next event after the `seen`-th one.
-    fn next_event(&self, seen: &mut u64) -> Result<(CmEventKind, i32)> {
+    /// Waits until `done` holds of the state, and returns what `done` says.
+    fn wait_for<T>(&self, done: impl Fn(&EventState) -> Option<T>) -> Result<T> {
         let mut state = self.state.lock();
         let mut left = msecs_to_jiffies(EVENT_TIMEOUT_MS);
-        while state.count == *seen {
+        loop {
+            if let Some(v) = done(&state) {
+                return Ok(v);
+            }
             match self.changed.wait_interruptible_timeout(&mut state, left) {
-                CondVarTimeoutResult::Timeout => return Err(errno::etimedout()),
+                // What woke nobody may still have arrived at the deadline.
+                CondVarTimeoutResult::Timeout => {
+                    return done(&state).ok_or_else(errno::etimedout);
+                }
                 CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
                 CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
             }
         }
-        *seen = state.count;
-        state.last.ok_or(EINVAL)
     }
+
+    /// Waits for an event of kind `want`. Fails when an event that ends the
+    /// attempt arrives first (a disconnect counts only when not wanted);
+    /// ignores the rest (TIMEWAIT_EXIT, ADDR_CHANGE, ...).
+    fn expect(&self, want: CmEventKind) -> Result {
+        let mut fatal = [
+            CmEventKind::AddrError,
+            CmEventKind::RouteError,
+            CmEventKind::ConnectError,
+            CmEventKind::Unreachable,
+            CmEventKind::Rejected,
+            CmEventKind::DeviceRemoval,
+        ]
+        .iter()
+        .fold(0, |mask, kind| mask | kind.bit());
+        if want != CmEventKind::Disconnected {
+            fatal |= CmEventKind::Disconnected.bit();
+        }
+        let (seen, last) =
+            self.wait_for(|s| (s.seen & (want.bit() | fatal) != 0).then_some((s.seen, s.last)))?;
+        if seen & want.bit() != 0 {
+            return Ok(());
+        }
+        let (kind, status) = last.unwrap_or((CmEventKind::Other(0), 0));
+        Err(match kind {
+            CmEventKind::Rejected => errno::econnrefused(),
+            CmEventKind::Unreachable | CmEventKind::AddrError | CmEventKind::RouteError => {
+                errno::ehostunreach()
+            }
+            CmEventKind::DeviceRemoval => ENODEV,
+            _ if status < 0 => Error::from_errno(status),
+            _ => EIO,
+        })
+    }
+}
+
+impl CompletionHandler for ConnEvents {
+    fn complete(&self, tag: u32, completion: &Completion, data: &[u8]) {
+        let mut state = self.state.lock();
+        match tag {
+            RECV_TAG if state.received.is_none() => {
+                let len = data.len().min(MAX_REPLY_KEPT);
+                if let (Some(dst), Some(src)) = (state.reply.get_mut(..len), data.get(..len)) {
+                    dst.copy_from_slice(src);
+                }
+                state.reply_len = len;
+                state.received = Some(*completion);
+            }
+            SEND_TAG if state.sent.is_none() => state.sent = Some(*completion),
+            // Flushed at teardown, or a second completion: nothing to do.
+            _ => return,
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+}
+
+/// The outcome of one NULL call over the connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NullCall {
+    xid: u32,
+    reply_bytes: u32,
+    credit: u32,
+    accepted: bool,
+    invalidated_rkey: Option<u32>,
+}
+
+/// Encodes an RDMA_MSG carrying an NFSv3 NULL call into `out`.
+fn encode_null_call(out: &mut [u8], xid: u32) -> Result<usize> {
+    let hdr = Message {
+        xid,
+        credit: CREDITS_REQUESTED,
+        proc: MsgProc::Msg,
+        read_list: &[],
+        write_list: &[],
+        reply_chunk: None,
+    }
+    .encode(out)
+    .map_err(|_| errno::emsgsize())?;
+    let rpc = out.get_mut(hdr..).ok_or(errno::emsgsize())?;
+    let mut w = XdrWriter::new(rpc);
+    // xid, CALL, RPC version 2, program, version, procedure, AUTH_NONE
+    // credential and verifier (flavor 0, empty body).
+    for word in [xid, 0, 2, NFS_PROGRAM, NFS_V3, 0, 0, 0, 0, 0] {
+        w.put_u32(word).map_err(|_| errno::emsgsize())?;
+    }
+    hdr.checked_add(w.len()).ok_or(errno::emsgsize())
+}
+
+/// Checks a received RDMA_MSG answers the NULL call `xid`.
+fn check_null_reply(msg: &[u8], xid: u32) -> Result<(u32, bool)> {
+    let (hdr, hdr_len) = header::decode(msg, &DecodeLimits::REPLY).map_err(|e| {
+        pr_warn!("NULL reply: bad transport header: {:?}\n", e);
+        errno::eproto()
+    })?;
+    if hdr.xid != xid || !matches!(hdr.body, Body::Msg(_)) {
+        return Err(errno::eproto());
+    }
+    let mut r = XdrReader::new(msg.get(hdr_len..).ok_or(errno::eproto())?);
+    let mut word = || r.get_u32().map_err(|_| errno::eproto());
+    // xid, REPLY, MSG_ACCEPTED, verifier flavor and length.
+    if word()? != xid || word()? != 1 {
+        return Err(errno::eproto());
+    }
+    let accepted = word()? == 0;
+    if accepted {
+        let _flavor = word()?;
+        let verf_len = word()?;
+        for _ in 0..verf_len.div_ceil(4) {
+            word()?;
+        }
+        // accept_stat SUCCESS
+        return Ok((hdr.credit, word()? == 0));
+    }
+    Ok((hdr.credit, false))
 }
 
 impl CmHandler for ConnEvents {
@@ -95,7 +245,7 @@ impl CmHandler for ConnEvents {
                 state.peer_private_len = len;
             }
         }
-        state.count = state.count.wrapping_add(1);
+        state.seen |= event.kind().bit();
         state.last = Some((event.kind(), event.status()));
         drop(state);
         self.changed.notify_all();
@@ -124,10 +274,12 @@ pub(crate) struct Report {
     peer_private: [u8; MAX_PEER_PRIVATE],
     peer_private_len: usize,
     negotiated: Option<Negotiated>,
+    null_call: Option<NullCall>,
     outcome: Outcome,
 }
 
-/// Connects to `addr`:`port`, exchanges private data, and disconnects.
+/// Connects to `addr`:`port`, exchanges private data, sends an NFSv3 NULL
+/// call and checks its reply, and disconnects.
 fn connect_once(addr: &str, port: &str) -> Result<Report> {
     let mut report = Report {
         peer: CString::try_from_fmt(fmt!("{} {}", addr, port))?,
@@ -136,70 +288,14 @@ fn connect_once(addr: &str, port: &str) -> Result<Report> {
         peer_private: [0; MAX_PEER_PRIVATE],
         peer_private_len: 0,
         negotiated: None,
+        null_call: None,
         outcome: Outcome::Connected,
     };
     let events = Arc::pin_init(ConnEvents::new(), GFP_KERNEL)?;
     let mut id = CmId::new(events.clone())?;
-    let mut seen = 0;
     let mut stage = "parsing the address";
-
-    let result = (|| -> Result {
-        let dst = SockAddr::parse(
-            &CString::try_from_fmt(fmt!("{}", addr))?,
-            &CString::try_from_fmt(fmt!("{}", port))?,
-        )?;
-
-        stage = "resolving the address";
-        id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
-        expect(&events, &mut seen, CmEventKind::AddrResolved)?;
-
-        stage = "resolving the route";
-        id.resolve_route(RESOLVE_TIMEOUT_MS)?;
-        expect(&events, &mut seen, CmEventKind::RouteResolved)?;
-
-        stage = "creating the queue pair";
-        let device = id.device().ok_or(ENODEV)?;
-        report.device = Some(CString::try_from_fmt(fmt!("{}", device.name()))?);
-        let responder_resources = u8::try_from(device.max_qp_rd_atom()).unwrap_or(u8::MAX);
-        let pd = Pd::new(device)?;
-        let send_cq = Cq::new(device, 16)?;
-        let recv_cq = Cq::new(device, 16)?;
-        let caps = QpCaps {
-            max_send_wr: 8,
-            max_recv_wr: 8,
-            max_send_sge: 2,
-            max_recv_sge: 1,
-        };
-        id.create_qp(pd, send_cq, recv_cq, &caps)?;
-
-        stage = "connecting";
-        let sent = report.sent.to_bytes();
-        id.connect(&ConnParam {
-            private_data: &sent,
-            // Offer RDMA Read to the server but do not initiate it (C:
-            // rpcrdma_ep_create); a small retry count finds a vanished
-            // peer quickly; RPC-over-RDMA credits replace RNR retries.
-            responder_resources,
-            initiator_depth: 0,
-            retry_count: 6,
-            rnr_retry_count: 0,
-        })?;
-        expect(&events, &mut seen, CmEventKind::Established)?;
-
-        {
-            let state = events.state.lock();
-            report.peer_private = state.peer_private;
-            report.peer_private_len = state.peer_private_len;
-        }
-        let peer = report.peer_private.get(..report.peer_private_len);
-        report.negotiated = Some(private_data::negotiate(&LOCAL, peer));
-
-        stage = "disconnecting";
-        id.disconnect()?;
-        expect(&events, &mut seen, CmEventKind::Disconnected)?;
-        Ok(())
-    })();
-
+    let result = prepare(&mut id, &events, &mut report, &mut stage, addr, port)
+        .and_then(|()| exchange(&id, &events, &mut report, &mut stage));
     if let Err(e) = result {
         let event = events.state.lock().last;
         report.outcome = Outcome::Failed {
@@ -215,26 +311,124 @@ fn connect_once(addr: &str, port: &str) -> Result<Report> {
             e
         );
     }
-    // Destroys the QP, CQs, PD and identifier, in that order.
+    // Destroys the QP, then the CQs, PD and identifier.
     drop(id);
     Ok(report)
 }
 
-/// Waits for the next event and checks it is `want`.
-fn expect(events: &ConnEvents, seen: &mut u64, want: CmEventKind) -> Result {
-    let (kind, status) = events.next_event(seen)?;
-    if kind != want {
-        return Err(match kind {
-            CmEventKind::Rejected => errno::econnrefused(),
-            CmEventKind::Unreachable | CmEventKind::AddrError | CmEventKind::RouteError => {
-                errno::ehostunreach()
-            }
-            CmEventKind::DeviceRemoval => ENODEV,
-            _ if status < 0 => Error::from_errno(status),
-            _ => EIO,
+/// Resolves the address and route and creates the QP.
+fn prepare(
+    id: &mut CmId<ConnEvents>,
+    events: &ConnEvents,
+    report: &mut Report,
+    stage: &mut &'static str,
+    addr: &str,
+    port: &str,
+) -> Result {
+    let dst = SockAddr::parse(
+        &CString::try_from_fmt(fmt!("{}", addr))?,
+        &CString::try_from_fmt(fmt!("{}", port))?,
+    )?;
+
+    *stage = "resolving the address";
+    id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
+    events.expect(CmEventKind::AddrResolved)?;
+
+    *stage = "resolving the route";
+    id.resolve_route(RESOLVE_TIMEOUT_MS)?;
+    events.expect(CmEventKind::RouteResolved)?;
+
+    *stage = "creating the queue pair";
+    let device = id.device().ok_or(ENODEV)?;
+    report.device = Some(CString::try_from_fmt(fmt!("{}", device.name()))?);
+    id.create_qp(&QpCaps {
+        cq_entries: 16,
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 2,
+        max_recv_sge: 1,
+    })
+}
+
+/// Connects, negotiates, has a NULL call answered and disconnects. The
+/// buffers live here, borrowing `id`: the QP is drained before they go.
+fn exchange(
+    id: &CmId<ConnEvents>,
+    events: &Arc<ConnEvents>,
+    report: &mut Report,
+    stage: &mut &'static str,
+) -> Result {
+    let size = usize::try_from(LOCAL.recv_size).map_err(|_| EINVAL)?;
+    let recv = WorkBuf::new(id, size, false, RECV_TAG, events.clone())?;
+    let mut send = WorkBuf::new(id, size, true, SEND_TAG, events.clone())?;
+    let responder_resources = id
+        .device()
+        .map_or(0, |d| u8::try_from(d.max_qp_rd_atom()).unwrap_or(u8::MAX));
+
+    let mut steps = || -> Result {
+        // A Receive is posted before connecting, as the C client does:
+        // with no RNR retries, the peer must never find none.
+        *stage = "posting a Receive";
+        // SAFETY: Not posted before; drained below before `recv` goes.
+        unsafe { id.post_recv(&recv) }?;
+
+        *stage = "connecting";
+        let sent = report.sent.to_bytes();
+        id.connect(&ConnParam {
+            private_data: &sent,
+            // Offer RDMA Read to the server but do not initiate it (C:
+            // rpcrdma_ep_create); a small retry count finds a vanished
+            // peer quickly; RPC-over-RDMA credits replace RNR retries.
+            responder_resources,
+            initiator_depth: 0,
+            retry_count: 6,
+            rnr_retry_count: 0,
+        })?;
+        events.expect(CmEventKind::Established)?;
+        {
+            let state = events.state.lock();
+            report.peer_private = state.peer_private;
+            report.peer_private_len = state.peer_private_len;
+        }
+        let peer = report.peer_private.get(..report.peer_private_len);
+        report.negotiated = Some(private_data::negotiate(&LOCAL, peer));
+
+        *stage = "sending an NFSv3 NULL call";
+        let xid = NEXT_XID.fetch_add(1, Ordering::Relaxed);
+        let mut call = [0u8; 128];
+        let len = encode_null_call(&mut call, xid)?;
+        send.as_mut()
+            .fill(call.get(..len).ok_or_else(errno::emsgsize)?)?;
+        // SAFETY: Not posted before; drained below before `send` goes.
+        unsafe { id.post_send(&send, u32::try_from(len).map_err(|_| EINVAL)?) }?;
+
+        *stage = "waiting for the NULL reply";
+        let (received, reply, reply_len) =
+            events.wait_for(|s| s.received.map(|c| (c, s.reply, s.reply_len)))?;
+        if !received.is_success() {
+            pr_warn!(
+                "NULL reply: Receive completed with status {}\n",
+                received.status
+            );
+            return Err(EIO);
+        }
+        let (credit, accepted) = check_null_reply(reply.get(..reply_len).ok_or(EIO)?, xid)?;
+        report.null_call = Some(NullCall {
+            xid,
+            reply_bytes: received.byte_len,
+            credit,
+            accepted,
+            invalidated_rkey: received.invalidated_rkey,
         });
-    }
-    Ok(())
+
+        *stage = "disconnecting";
+        id.disconnect()?;
+        events.expect(CmEventKind::Disconnected)
+    };
+    let result = steps();
+    // Every posted request completes or is flushed before the buffers go.
+    id.drain();
+    result
 }
 
 /// The debugfs `connect` file: a write makes one connection attempt, a read
@@ -309,6 +503,24 @@ impl debugfs::Show for ConnectProbe {
                 n.remote_invalidation
             );
         }
+        if let Some(c) = &r.null_call {
+            seq_print!(
+                m,
+                "null call: xid {:#010x} reply {} bytes, {}, credits granted {}",
+                c.xid,
+                c.reply_bytes,
+                if c.accepted {
+                    "accepted"
+                } else {
+                    "not accepted"
+                },
+                c.credit
+            );
+            if let Some(rkey) = c.invalidated_rkey {
+                seq_print!(m, ", remotely invalidated {:#x}", rkey);
+            }
+            seq_print!(m, "\n");
+        }
         Ok(())
     }
 
@@ -319,11 +531,11 @@ impl debugfs::Show for ConnectProbe {
             return Err(EINVAL);
         };
         let report = connect_once(addr, port)?;
-        let failed = matches!(report.outcome, Outcome::Failed { .. });
+        let outcome = report.outcome;
         *self.last.lock() = Some(report);
-        if failed {
-            return Err(errno::econnrefused());
+        match outcome {
+            Outcome::Connected => Ok(()),
+            Outcome::Failed { error, .. } => Err(Error::from_errno(error)),
         }
-        Ok(())
     }
 }

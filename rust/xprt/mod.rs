@@ -15,8 +15,8 @@ pub(crate) use connect::ConnectProbe;
 pub(crate) use ib_client::DeviceTracker;
 
 /// Everything the module holds while loaded. Fields drop in order: the
-/// debugfs files first (they read the tracker and the probe), the client
-/// registration next, the debugfs directory last.
+/// debugfs files first (they read the tracker and the probe), then the
+/// client registration; the directory goes with its last file.
 pub(crate) struct Transport {
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
@@ -27,11 +27,13 @@ pub(crate) struct Transport {
 impl Transport {
     /// Starts tracking RDMA devices and publishes the report.
     pub(crate) fn new() -> Result<Self> {
-        let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"));
+        // Everything that can fail is allocated before the first file
+        // appears: an open file pins the module, even one whose init fails.
+        let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
+        let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"))?;
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
         let devices = rdma::Registration::new(tracker)?;
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
-        let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
         Ok(Self {
             _connect_file: connect_file,

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpcrdma_rs connects to the kernel's NFS/RDMA server through the RDMA
-# connection manager with RFC 8797 private data, reads the server's, and
-# negotiates inline thresholds (requested through debugfs until the
-# transport class exists). Failed attempts fail cleanly.
+# connection manager with RFC 8797 private data, reads the server's,
+# negotiates inline thresholds, and has an NFSv3 NULL call answered in
+# inline RDMA_MSGs (requested through debugfs until the transport class
+# exists). Failed attempts fail cleanly.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
@@ -17,7 +18,7 @@ attempt() { echo "$1 $2" >"$probe"; }
 # A failed attempt must fail the write, and say why.
 attempt_fails() { ! attempt "$1" "$2" && has "outcome: failed while $3"; }
 
-tap_plan 12
+tap_plan 13
 lsmod | grep -q '^rpcrdma_rs\b' || insmod "$MODULE"
 tap_check "no attempt reported before the first" has "no connection attempted"
 tap_check "connect to $SERVER_IP4 port 20049" attempt "$SERVER_IP4" 20049
@@ -29,6 +30,9 @@ tap_check "sent RFC 8797 private data f6ab0e18 01 01 03 03" has "sent private da
 tap_check "server's private data read: f6ab0e18 01 00 03 03" has ": f6 ab 0e 18 01 00 03 03"
 tap_check "peer's sizes decoded" has "peer: send 4096 receive 4096 remote invalidation false"
 tap_check "negotiated inline thresholds 4096/4096" has "inline send 4096 receive 4096"
+# An RPC in an inline RDMA_MSG: Send, the server's Receive, its reply.
+tap_check "NFSv3 NULL call answered over the connection" \
+	grep -qE "null call: xid 0x[0-9a-f]{8} reply [0-9]+ bytes, accepted, credits granted [1-9]" "$probe"
 tap_check "connect over IPv6 to $SERVER_IP6" attempt "$SERVER_IP6" 20049
 tap_check "IPv6 attempt connected and negotiated" bash -c "grep -q 'outcome: connected' $probe && grep -q 'inline send 4096 receive 4096' $probe"
 tap_check "a port with no listener is refused cleanly" attempt_fails "$SERVER_IP4" 20050 connecting
