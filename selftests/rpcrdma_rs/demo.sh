@@ -12,7 +12,6 @@ mkdir -p "$mnt" /mnt/scratch
 mountpoint -q /mnt/scratch || mount -t tmpfs -o size=128m tmpfs /mnt/scratch
 tap_diag "client transport: $TRANSPORT ($( [ "$TRANSPORT" = rs ] && echo rpcrdma_rs.ko || echo "the kernel's rpcrdma.ko"))"
 tap_diag "RDMA devices: $(rdma link show | tr '\n' ' ')"
-tap_diag "sunrpc transports: $(tr '\n' ' ' </proc/sys/sunrpc/transports 2>/dev/null)"
 tap_diag "mount -t nfs -o vers=4.2,proto=rdma,port=20049 $SERVER_IP4:/ $mnt"
 tap_check "mount over RDMA" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
 tap_diag "$(grep -A1 "$mnt" /proc/self/mountstats | grep -m1 'xprt:')"

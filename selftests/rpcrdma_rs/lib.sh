@@ -96,9 +96,16 @@ unload_transport() {
 	esac
 }
 
-# True when sunrpc has an "rdma" transport class registered.
+# True when the transport under test has registered sunrpc's "rdma" client
+# transport class. /proc/sys/sunrpc/transports cannot tell: it lists the
+# server's classes. rpcrdma_rs publishes debugfs "xprts" once it registers
+# its class, and must never share the guest with the kernel's rpcrdma.
 rdma_xprt_registered() {
-	grep -qw rdma /proc/sys/sunrpc/transports 2>/dev/null
+	case "$TRANSPORT" in
+	c) lsmod | grep -q '^rpcrdma\b' ;;
+	rs) [ -e /sys/kernel/debug/rpcrdma_rs/xprts ] && ! lsmod | grep -q '^rpcrdma\b' ;;
+	*) return 1 ;;
+	esac
 }
 
 # Runs a kmemleak scan; prints what it found (nothing when clean).
