@@ -69,8 +69,10 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 . "$out/params"
 
 sel=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs
+# The source tree is shared explicitly: the guests mount fresh file systems
+# over /tmp and parts of /var, where a checkout may live.
 vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G --cpus 1
-	--verbose --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
+	--verbose --rodir="$RPCRDMA_RS_TOP" --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run
 	--append "$append")
 
