@@ -14,13 +14,13 @@ tap_diag "client transport: $TRANSPORT ($( [ "$TRANSPORT" = rs ] && echo rpcrdma
 tap_diag "RDMA devices: $(rdma link show | tr '\n' ' ')"
 tap_diag "mount -t nfs -o vers=4.2,proto=rdma,port=20049 $SERVER_IP4:/ $mnt"
 tap_check "mount over RDMA" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
-tap_diag "$(grep -A1 "$mnt" /proc/self/mountstats | grep -m1 'xprt:')"
+tap_diag "$(grep -A12 " $mnt " /proc/self/mountstats | grep -m1 'xprt:' | tr -s '[:space:]' ' ')"
 tap_check "mountstats shows xprt: rdma" bash -c "grep -A12 ' $mnt ' /proc/self/mountstats | grep -q 'xprt:[[:space:]]*rdma'"
 head -c $((16 << 20)) /dev/urandom >/mnt/scratch/demo.bin
 tap_diag "writing 16 MiB: $(dd if=/mnt/scratch/demo.bin of="$mnt/demo.bin" bs=1M oflag=direct 2>&1 | tail -1)"
 tap_diag "reading 16 MiB: $(dd if="$mnt/demo.bin" of=/mnt/scratch/back.bin bs=1M iflag=direct 2>&1 | tail -1)"
 tap_check "data read back is identical" cmp /mnt/scratch/demo.bin /mnt/scratch/back.bin
-tap_diag "$(ls -l "$mnt")"
+ls -l "$mnt" | sed 's/^/# /'
 tap_check "remove file" rm "$mnt/demo.bin"
 tap_check "unmount" umount "$mnt"
 tap_exit
