@@ -120,7 +120,7 @@ impl ConnEvents {
     /// Waits for an event of kind `want`. Fails when an event that ends the
     /// attempt arrives first (a disconnect counts only when not wanted);
     /// ignores the rest (TIMEWAIT_EXIT, ADDR_CHANGE, ...).
-    fn expect(&self, want: CmEventKind) -> Result {
+    fn await_event(&self, want: CmEventKind) -> Result {
         let mut fatal = [
             CmEventKind::AddrError,
             CmEventKind::RouteError,
@@ -332,11 +332,11 @@ fn prepare(
 
     *stage = "resolving the address";
     id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
-    events.expect(CmEventKind::AddrResolved)?;
+    events.await_event(CmEventKind::AddrResolved)?;
 
     *stage = "resolving the route";
     id.resolve_route(RESOLVE_TIMEOUT_MS)?;
-    events.expect(CmEventKind::RouteResolved)?;
+    events.await_event(CmEventKind::RouteResolved)?;
 
     *stage = "creating the queue pair";
     let device = id.device().ok_or(ENODEV)?;
@@ -384,7 +384,7 @@ fn exchange(
             retry_count: 6,
             rnr_retry_count: 0,
         })?;
-        events.expect(CmEventKind::Established)?;
+        events.await_event(CmEventKind::Established)?;
         {
             let state = events.state.lock();
             report.peer_private = state.peer_private;
@@ -423,7 +423,7 @@ fn exchange(
 
         *stage = "disconnecting";
         id.disconnect()?;
-        events.expect(CmEventKind::Disconnected)
+        events.await_event(CmEventKind::Disconnected)
     };
     let result = steps();
     // Every posted request completes or is flushed before the buffers go.
