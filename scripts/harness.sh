@@ -76,7 +76,7 @@ vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G --cpu
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run
 	--append "$append")
 
-guest() { # ROLE NETDEV-OPTS
+guest() { # ROLE NETDEV-OPTIONS MAC
 	local role=$1 netdev=$2 mac=$3
 	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --name "rpcrdma-$role" \
 		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac" \

@@ -157,11 +157,7 @@ impl CompletionHandler for ConnEvents {
         let mut state = self.state.lock();
         match tag {
             RECV_TAG if state.received.is_none() => {
-                let len = data.len().min(MAX_REPLY_KEPT);
-                if let (Some(dst), Some(src)) = (state.reply.get_mut(..len), data.get(..len)) {
-                    dst.copy_from_slice(src);
-                }
-                state.reply_len = len;
+                state.reply_len = copy_prefix(&mut state.reply, data);
                 state.received = Some(*completion);
             }
             SEND_TAG if state.sent.is_none() => state.sent = Some(*completion),
@@ -171,6 +167,15 @@ impl CompletionHandler for ConnEvents {
         drop(state);
         self.changed.notify_all();
     }
+}
+
+/// Copies as much of `src` as fits into `dst`; returns how much that was.
+fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
+    let len = src.len().min(dst.len());
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+    }
+    len
 }
 
 /// The outcome of one NULL call over the connection.
@@ -238,12 +243,7 @@ impl CmHandler for ConnEvents {
         let mut state = self.state.lock();
         if event.kind() == CmEventKind::Established {
             // Copy: the buffer is the connection manager's, valid only now.
-            let data = event.private_data();
-            let len = data.len().min(MAX_PEER_PRIVATE);
-            if let (Some(dst), Some(src)) = (state.peer_private.get_mut(..len), data.get(..len)) {
-                dst.copy_from_slice(src);
-                state.peer_private_len = len;
-            }
+            state.peer_private_len = copy_prefix(&mut state.peer_private, event.private_data());
         }
         state.seen |= event.kind().bit();
         state.last = Some((event.kind(), event.status()));

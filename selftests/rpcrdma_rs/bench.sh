@@ -36,16 +36,9 @@ server_cpu_busy() {
 	wait_for_file "$RUN_DIR/stat-$tag" 30 && cat "$RUN_DIR/stat-$tag" && rm -f "$RUN_DIR/stat-$tag"
 }
 
+# Fails loudly if the mount silently used another transport.
 mount_proto() {
-	local proto=$1 mnt=$2 opts=vers=4.2
-	case "$proto" in
-	rdma) opts="$opts,proto=rdma,port=20049" ;;
-	tcp) opts="$opts,proto=tcp" ;;
-	esac
-	mkdir -p "$mnt"
-	mount -t nfs -o "$opts" "$SERVER_IP4:/" "$mnt" || return 1
-	# Fail loudly if the mount silently used another transport.
-	grep -A12 " $mnt " /proc/self/mountstats | grep -q "xprt:[[:space:]]*$proto "
+	nfs_mount 4.2 "$2" "$1" && mount_uses "$2" "$1"
 }
 
 metadata_job() {

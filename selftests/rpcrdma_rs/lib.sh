@@ -108,6 +108,36 @@ rdma_xprt_registered() {
 	esac
 }
 
+# nfs_mount VERS MNT [PROTO]: mounts the server guest's export at MNT.
+# PROTO is rdma (default), rdma6 or tcp. NFSv3 mounts the tmpfs itself,
+# with nolock: NLM runs over TCP/UDP, not this transport, and the guest has
+# no statd. NFSv4 mounts the pseudo-root (the export is fsid=0).
+nfs_mount() {
+	local vers=$1 mnt=$2 proto=${3:-rdma} server=$SERVER_IP4 path=/ opts
+	opts="vers=$vers,proto=$proto"
+	case "$proto" in
+	rdma) opts="$opts,port=20049" ;;
+	rdma6) opts="$opts,port=20049" server="[$SERVER_IP6]" ;;
+	esac
+	if [ "$vers" = 3 ]; then
+		opts="$opts,nolock"
+		path=/srv/export
+	fi
+	mkdir -p "$mnt"
+	mount -t nfs -o "$opts" "$server:$path" "$mnt"
+}
+
+# The "xprt:" line of the NFS mount at MNT in /proc/self/mountstats.
+mount_xprt_line() {
+	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
+		found && $1 == "xprt:" { print; exit }' /proc/self/mountstats
+}
+
+# mount_uses MNT XPRT: the mount at MNT runs over transport XPRT.
+mount_uses() {
+	[ "$(mount_xprt_line "$1" | awk '{ print $2 }')" = "$2" ]
+}
+
 # Runs a kmemleak scan; prints what it found (nothing when clean).
 kmemleak_report() {
 	local f=/sys/kernel/debug/kmemleak

@@ -33,26 +33,6 @@ if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	sed -i 's/^./0/' "$scratch/expected.sha256"
 fi
 
-nfs_mount() {
-	local vers=$1 mnt=$2 opts path
-	opts="vers=$vers,proto=rdma,port=20049"
-	path=/
-	if [ "$vers" = 3 ]; then
-		# NLM runs over TCP/UDP, not this transport; no statd in the guest.
-		opts="$opts,nolock"
-		path=/srv/export
-	fi
-	mkdir -p "$mnt"
-	mount -t nfs -o "$opts" "$SERVER_IP4:$path" "$mnt"
-}
-
-# The mount's transport line in /proc/self/mountstats names rdma.
-mount_uses_rdma() {
-	awk -v m="$1" '$1 == "device" && $5 == m { found = 1; next }
-		$1 == "device" { found = 0 }
-		found && $1 == "xprt:" { print $2; exit }' /proc/self/mountstats | grep -qx rdma
-}
-
 write_files() {
 	local dst=$1
 	cp "$scratch/small" "$scratch/odd" "$scratch/large" "$dst/" &&
@@ -78,7 +58,7 @@ for vers in $VERSIONS; do
 		done
 		continue
 	fi
-	tap_check "NFSv$vers mountstats shows xprt: rdma" mount_uses_rdma "$mnt"
+	tap_check "NFSv$vers mountstats shows xprt: rdma" mount_uses "$mnt" rdma
 	dir="$mnt/integrity-$$"
 	mkdir -p "$dir"
 	tap_check "NFSv$vers write 4 KiB, 123457 B, 8 MiB buffered and 4 MiB O_DIRECT" write_files "$dir"
@@ -92,14 +72,11 @@ done
 
 # The same transport over IPv6 (netid rdma6).
 mnt=/mnt/nfs-ipv6
-mkdir -p "$mnt"
-if tap_check "NFSv4.2 mount over rdma6 [$SERVER_IP6]" \
-	mount -t nfs -o vers=4.2,proto=rdma6,port=20049 "[$SERVER_IP6]:/" "$mnt"; then
-	tap_check "IPv6 mountstats shows xprt: rdma" mount_uses_rdma "$mnt"
+if tap_check "NFSv4.2 mount over rdma6 [$SERVER_IP6]" nfs_mount 4.2 "$mnt" rdma6; then
+	tap_check "IPv6 mountstats shows xprt: rdma" mount_uses "$mnt" rdma
 	dir="$mnt/integrity6-$$"
 	mkdir -p "$dir"
-	write_files "$dir" && umount "$mnt" &&
-		mount -t nfs -o vers=4.2,proto=rdma6,port=20049 "[$SERVER_IP6]:/" "$mnt"
+	write_files "$dir" && umount "$mnt" && nfs_mount 4.2 "$mnt" rdma6
 	tap_check "IPv6 written files read back match" verify_buffered "$dir"
 	rm -rf "$dir"
 	tap_check "IPv6 unmount" umount "$mnt"

@@ -12,8 +12,7 @@ RUN_DIR=$1
 require_rdma_xprt "wire capture"
 tap_plan 11
 mnt=/mnt/wire
-mkdir -p "$mnt"
-tap_check "NFSv4.2 mount over rdma" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+tap_check "NFSv4.2 mount over rdma" nfs_mount 4.2 "$mnt"
 dir=$mnt/wire-$$
 mkdir -p "$dir/many"
 tap_check "1 MiB write (Read chunk)" dd if=/dev/urandom of="$dir/big" bs=1M count=1 oflag=direct status=none
@@ -29,7 +28,7 @@ count_files() {
 	[ "$n" = 400 ]
 }
 tap_check "400 files" make_files
-umount "$mnt" && mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+umount "$mnt" && nfs_mount 4.2 "$mnt"
 tap_check "large READDIR (Reply chunk)" count_files
 target=$(head -c 3000 /dev/zero | tr '\0' 'x')/$(head -c 1000 /dev/zero | tr '\0' 'y')
 tap_check "SYMLINK with a 4001-byte target (long call)" ln -s "$target" "$dir/long-link"
@@ -45,7 +44,7 @@ if [ -w /proc/sys/sunrpc/rdma_max_inline_write ]; then
 	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_write
 	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_read
 fi
-tap_check "NFSv4.2 mount with 1 KiB inline thresholds" mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$SERVER_IP4:/" "$mnt"
+tap_check "NFSv4.2 mount with 1 KiB inline thresholds" nfs_mount 4.2 "$mnt"
 tap_check "listing and xattr with 1 KiB thresholds" bash -c "ls -l '$dir/many' >/dev/null && /usr/bin/python3 -c 'import os; os.setxattr(\"$dir/big\", \"user.small\", b\"s\" * 900)'"
 rm -rf "$dir"
 tap_check "unmount" umount "$mnt"
