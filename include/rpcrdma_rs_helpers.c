@@ -7,6 +7,8 @@
 #include <linux/fs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <net/net_namespace.h>
@@ -78,12 +80,16 @@ u32 rpcrdma_rs_ib_device_index(const struct ib_device *device)
 	return device->index;
 }
 
-/* rdma_create_id() is a macro that names the calling module. */
-struct rdma_cm_id *rpcrdma_rs_create_id(rpcrdma_rs_cm_handler handler,
+/*
+ * rdma_create_id() is a macro that names the calling module.  A NULL @net
+ * is the initial namespace.
+ */
+struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
+					rpcrdma_rs_cm_handler handler,
 					void *context)
 {
-	return rdma_create_id(&init_net, handler, context, RDMA_PS_TCP,
-			      IB_QPT_RC);
+	return rdma_create_id(net ? net : &init_net, handler, context,
+			      RDMA_PS_TCP, IB_QPT_RC);
 }
 
 /* An IPv4 or IPv6 address (with an optional %scope) and a port, parsed. */
@@ -176,4 +182,134 @@ int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 	};
 
 	return ib_post_send(qp, &wr, NULL);
+}
+
+/* FRWR: ib_alloc_mr() and ib_dereg_mr() are static inlines or macros. */
+
+void rpcrdma_rs_frwr_attrs(const struct ib_device *device,
+			   struct rpcrdma_rs_frwr_attrs *out)
+{
+	const struct ib_device_attr *attrs = &device->attrs;
+	u32 depth;
+
+	out->supported = (attrs->device_cap_flags &
+			  IB_DEVICE_MEM_MGT_EXTENSIONS) &&
+			 attrs->max_fast_reg_page_list_len;
+	/*
+	 * As the C transport: some devices advertise a page list longer than
+	 * they can use; a large max_sge_rd is the better limit.
+	 */
+	depth = attrs->max_sge_rd > 16 ? attrs->max_sge_rd :
+					 attrs->max_fast_reg_page_list_len;
+	out->depth = depth;
+	out->max_qp_wr = attrs->max_qp_wr;
+}
+
+struct ib_mr *rpcrdma_rs_alloc_mr(struct ib_pd *pd, u32 depth)
+{
+	return ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, depth);
+}
+
+int rpcrdma_rs_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+struct scatterlist *rpcrdma_rs_alloc_sg(u32 depth)
+{
+	struct scatterlist *sg = kcalloc(depth, sizeof(*sg), GFP_KERNEL);
+
+	if (sg)
+		sg_init_table(sg, depth);
+	return sg;
+}
+
+void rpcrdma_rs_free_sg(struct scatterlist *sg)
+{
+	kfree(sg);
+}
+
+struct page *rpcrdma_rs_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
+/*
+ * DMA-maps @n pieces into @sg and maps them into @mr, with a new key and
+ * the XID in the upper half of the I/O virtual address (as the C client,
+ * which makes the segments of one RPC recognisable on the wire).
+ */
+int rpcrdma_rs_mr_map(struct ib_device *device, struct ib_mr *mr,
+		      struct scatterlist *sg,
+		      const struct rpcrdma_rs_piece *pieces, u32 n,
+		      bool writing, u32 xid, struct rpcrdma_rs_mr_seg *seg)
+{
+	enum dma_data_direction dir = writing ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+	int nents, mapped;
+	u32 i;
+	u8 key;
+
+	for (i = 0; i < n; i++)
+		sg_set_page(&sg[i], pieces[i].page, pieces[i].len,
+			    pieces[i].offset);
+	nents = ib_dma_map_sg(device, sg, n, dir);
+	if (!nents)
+		return -EIO;
+	mapped = ib_map_mr_sg(mr, sg, nents, NULL, PAGE_SIZE);
+	if (mapped != nents) {
+		ib_dma_unmap_sg(device, sg, n, dir);
+		return -EIO;
+	}
+	mr->iova &= 0x00000000ffffffff;
+	mr->iova |= ((u64)xid) << 32;
+	key = (u8)(mr->rkey & 0xff);
+	ib_update_fast_reg_key(mr, ++key);
+	seg->handle = mr->rkey;
+	seg->length = mr->length;
+	seg->offset = mr->iova;
+	return 0;
+}
+
+void rpcrdma_rs_mr_unmap(struct ib_device *device, struct scatterlist *sg,
+			 u32 n, bool writing)
+{
+	ib_dma_unmap_sg(device, sg, n, writing ? DMA_FROM_DEVICE :
+						 DMA_TO_DEVICE);
+}
+
+/* Posts an unsignaled IB_WR_REG_MR; @cqe sees it only if it is flushed. */
+int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
+			   struct ib_cqe *cqe)
+{
+	struct ib_reg_wr wr = {
+		.wr = {
+			.opcode = IB_WR_REG_MR,
+			.wr_cqe = cqe,
+		},
+		.mr = mr,
+		.key = mr->rkey,
+		.access = writing ?
+			  IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
+			  IB_ACCESS_REMOTE_READ,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
+			      bool signaled)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV,
+		.wr_cqe = cqe,
+		.ex.invalidate_rkey = rkey,
+		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
+}
+
+struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp)
+{
+	return qp->pd;
 }

@@ -18,6 +18,10 @@ struct rdma_cm_event;
 struct rdma_cm_id;
 struct seq_file;
 struct __kernel_sockaddr_storage;
+struct net;
+struct rpc_rqst;
+struct rpc_xprt;
+struct sockaddr_storage;
 
 /**
  * struct rpcrdma_rs_show - a debugfs file rendered by a callback
@@ -38,7 +42,8 @@ struct dentry *rpcrdma_rs_debugfs_create_show(const char *name,
 
 typedef int (*rpcrdma_rs_cm_handler)(struct rdma_cm_id *id,
 				     struct rdma_cm_event *event);
-struct rdma_cm_id *rpcrdma_rs_create_id(rpcrdma_rs_cm_handler handler,
+struct rdma_cm_id *rpcrdma_rs_create_id(struct net *net,
+					rpcrdma_rs_cm_handler handler,
 					void *context);
 int rpcrdma_rs_parse_addr(const char *addr, const char *port,
 			  struct __kernel_sockaddr_storage *ss);
@@ -63,5 +68,126 @@ int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);
+
+/**
+ * struct rpcrdma_rs_stats - the transport's counters for print_stats, in
+ * the C transport's struct rpcrdma_stats order
+ */
+struct rpcrdma_rs_stats {
+	u64 read_chunk_count;
+	u64 write_chunk_count;
+	u64 reply_chunk_count;
+	u64 total_rdma_request;
+	u64 total_rdma_reply;
+	u64 pullup_copy_count;
+	u64 fixup_copy_count;
+	u64 hardway_register_count;
+	u64 failed_marshal_count;
+	u64 bad_reply_count;
+	u64 nomsg_call_count;
+	u64 mrs_recycled;
+	u64 mrs_orphaned;
+	u64 mrs_allocated;
+	u64 local_inv_needed;
+	u64 empty_sendctx_q;
+};
+
+/* FRWR memory registration. */
+struct ib_mr;
+struct page;
+struct scatterlist;
+
+/**
+ * struct rpcrdma_rs_frwr_attrs - what a device offers for FRWR
+ * @supported: memory management extensions and a page list
+ * @depth: pages one MR may map
+ * @max_qp_wr: work requests a queue may hold
+ */
+struct rpcrdma_rs_frwr_attrs {
+	bool supported;
+	u32 depth;
+	u32 max_qp_wr;
+};
+
+/* A piece of memory to register: part of one page. */
+struct rpcrdma_rs_piece {
+	struct page *page;
+	u32 offset;
+	u32 len;
+};
+
+/* The RPC-over-RDMA segment a registered MR is advertised as. */
+struct rpcrdma_rs_mr_seg {
+	u32 handle;
+	u32 length;
+	u64 offset;
+};
+
+void rpcrdma_rs_frwr_attrs(const struct ib_device *device,
+			   struct rpcrdma_rs_frwr_attrs *out);
+struct ib_mr *rpcrdma_rs_alloc_mr(struct ib_pd *pd, u32 depth);
+int rpcrdma_rs_dereg_mr(struct ib_mr *mr);
+struct scatterlist *rpcrdma_rs_alloc_sg(u32 depth);
+void rpcrdma_rs_free_sg(struct scatterlist *sg);
+struct page *rpcrdma_rs_virt_to_page(const void *addr);
+int rpcrdma_rs_mr_map(struct ib_device *device, struct ib_mr *mr,
+		      struct scatterlist *sg,
+		      const struct rpcrdma_rs_piece *pieces, u32 n,
+		      bool writing, u32 xid, struct rpcrdma_rs_mr_seg *seg);
+void rpcrdma_rs_mr_unmap(struct ib_device *device, struct scatterlist *sg,
+			 u32 n, bool writing);
+int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
+			   struct ib_cqe *cqe);
+int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
+			      bool signaled);
+struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp);
+
+/* The transport class (rpcrdma_rs_sunrpc.c). */
+int rpcrdma_rs_xprt_class_register(void);
+void rpcrdma_rs_xprt_class_unregister(void);
+void rpcrdma_rs_xprt_force_disconnect(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_set_cwnd(struct rpc_xprt *xprt, u32 credits);
+void rpcrdma_rs_xprt_reset_cwnd(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_write_space(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt);
+const struct sockaddr_storage *rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
+						    size_t *len);
+struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt);
+const char *rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt);
+u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst);
+u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst);
+int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,
+			      void *buf, u32 len);
+void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
+			      u32 *page_len);
+struct rpc_rqst *rpcrdma_rs_lookup_pin(struct rpc_xprt *xprt, u32 xid);
+/**
+ * struct rpcrdma_rs_xdr_layout - one of a request's xdr_bufs
+ * @ddp: the page data may be placed directly (XDRBUF_READ, XDRBUF_WRITE)
+ * @ddp_allowed: the request's security flavor allows direct placement
+ */
+struct rpcrdma_rs_xdr_layout {
+	void *head;
+	u32 head_len;
+	struct page **pages;
+	u32 page_base;
+	u32 page_len;
+	void *tail;
+	u32 tail_len;
+	u32 buflen;
+	u32 len;
+	bool ddp;
+	bool ddp_allowed;
+};
+
+int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
+			   struct rpcrdma_rs_xdr_layout *out);
+int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
+			    u32 writelist);
+void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);
+bool rpcrdma_rs_warn_ratelimit(void);
+int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
+			       u32 len);
 
 #endif /* RPCRDMA_RS_HELPERS_H */

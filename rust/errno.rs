@@ -26,4 +26,8 @@ errnos! {
     emsgsize => EMSGSIZE,
     /// Protocol error.
     eproto => EPROTO,
+    /// Transport endpoint is not connected.
+    enotconn => ENOTCONN,
+    /// Protocol not available.
+    enoprotoopt => ENOPROTOOPT,
 }

@@ -17,6 +17,7 @@ mod debugfs;
 mod errno;
 pub mod proto;
 mod rdma;
+mod sunrpc;
 mod xprt;
 
 module! {

@@ -9,9 +9,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
 
-# rpcrdma_rs does not register its xprt_class yet, so by default the demo
-# mounts through the kernel's C transport; --transport rs picks the module.
-transport=c
+# The demo mounts through rpcrdma_rs; --transport c shows the kernel's C
+# transport instead.
+transport=rs
 rdma=rxe
 while [ $# -gt 0 ]; do
 	case "$1" in

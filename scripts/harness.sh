@@ -18,7 +18,7 @@ set -euo pipefail
 
 transport=c
 rdma=rxe
-tests="nfs_data_integrity.sh connect_probe.sh device_tracking.sh"
+tests="nfs_data_integrity.sh nfs_workloads.sh nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh"
 out=""
 limit=${HARNESS_TIMEOUT:-1200}
 extra_env=()
@@ -64,7 +64,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 	echo "CLIENT_IP6=fd00:225::2"
 	echo "SERVER_MAC=52:54:00:e1:00:01"
 	echo "CLIENT_MAC=52:54:00:e1:00:02"
-	for e in "${extra_env[@]}"; do printf '%s\n' "$e"; done
+	for e in "${extra_env[@]}"; do printf '%s=%q\n' "${e%%=*}" "${e#*=}"; done
 } >"$out/params"
 . "$out/params"
 

@@ -28,10 +28,10 @@ impl Completion {
 
 /// Receives the completions of a [`WorkBuf`]'s work requests. Called from
 /// the CQ's workqueue, in process context.
-pub(crate) trait CompletionHandler: Send + Sync + 'static {
-    /// The work request of buffer `tag` completed; for a Receive, `data` is
-    /// what arrived.
-    fn complete(&self, tag: u32, completion: &Completion, data: &[u8]);
+pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
+    /// The work request of `buf` completed; for a Receive, `data` is what
+    /// arrived (`buf`'s own memory).
+    fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]);
 }
 
 /// A kernel buffer mapped for DMA by a connection's device, posted as a
@@ -73,6 +73,22 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
     /// must have its QP: for Sends when `to_device`, else for Receives.
     pub(crate) fn new<C: CmHandler>(
         id: &'id CmId<C>,
+        len: usize,
+        to_device: bool,
+        tag: u32,
+        handler: Arc<H>,
+    ) -> Result<Pin<KBox<Self>>> {
+        // SAFETY: The result borrows `id`, so it goes first.
+        unsafe { Self::new_unbound(id, len, to_device, tag, handler) }
+    }
+
+    /// As [`WorkBuf::new`], for a buffer kept next to its connection.
+    ///
+    /// # Safety
+    ///
+    /// The buffer must be dropped before `id`.
+    pub(crate) unsafe fn new_unbound<C: CmHandler>(
+        id: &CmId<C>,
         len: usize,
         to_device: bool,
         tag: u32,
@@ -140,6 +156,30 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
             )
         };
         Ok(())
+    }
+
+    /// Lets `write` fill a Send buffer in place, then hands the `len` bytes
+    /// it reports to the device. Only while the buffer is not posted.
+    pub(crate) fn fill_with(
+        self: Pin<&mut Self>,
+        write: impl FnOnce(&mut [u8]) -> Result<usize>,
+    ) -> Result<usize> {
+        // SAFETY: Plain fields are written, nothing moves out of the pin.
+        let this = unsafe { self.get_unchecked_mut() };
+        let len = write(&mut this.data)?;
+        if len > this.data.len() {
+            return Err(errno::emsgsize());
+        }
+        // SAFETY: Mapped by `new_unbound` (type invariant).
+        unsafe {
+            bindings::rpcrdma_rs_dma_sync_for_device(this.device, this.addr, len, this.to_device)
+        };
+        Ok(len)
+    }
+
+    /// The tag given at creation.
+    pub(crate) fn tag(&self) -> u32 {
+        self.tag
     }
 
     /// The DMA address, length and local key to post.
@@ -211,5 +251,5 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
         unsafe { bindings::rpcrdma_rs_dma_sync_for_cpu(buf.device, buf.addr, len, false) };
         data = buf.data.get(..len).unwrap_or(&[]);
     }
-    buf.handler.complete(buf.tag, &completion, data);
+    buf.handler.complete(buf, &completion, data);
 }

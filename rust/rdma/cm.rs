@@ -34,6 +34,17 @@ impl SockAddr {
         Ok(Self(ss))
     }
 
+    /// Copies an address the RPC layer holds (`len` bytes of `raw`).
+    pub(crate) fn from_storage(
+        raw: &bindings::__kernel_sockaddr_storage,
+        len: usize,
+    ) -> Result<Self> {
+        if len > core::mem::size_of::<bindings::__kernel_sockaddr_storage>() {
+            return Err(EINVAL);
+        }
+        Ok(Self(*raw))
+    }
+
     fn as_raw(&self) -> *const bindings::sockaddr {
         core::ptr::from_ref(&self.0).cast()
     }
@@ -288,11 +299,23 @@ impl<H: CmHandler> CmId<H> {
     /// Creates an identifier for a reliable-connected (RC) connection in the
     /// initial network namespace; `handler` receives its events.
     pub(crate) fn new(handler: Arc<H>) -> Result<Self> {
+        // SAFETY: NULL is the initial namespace, which always exists.
+        unsafe { Self::new_in(handler, core::ptr::null_mut()) }
+    }
+
+    /// As [`CmId::new`], in network namespace `net` (NULL: the initial one).
+    ///
+    /// # Safety
+    ///
+    /// `net`, if not NULL, must stay alive as long as the identifier.
+    pub(crate) unsafe fn new_in(handler: Arc<H>, net: *mut bindings::net) -> Result<Self> {
         let context = handler.into_foreign();
         // SAFETY: `cm_handler::<H>` matches the handler type and `context`
-        // stays valid until `rdma_destroy_id` in `drop`.
-        let raw =
-            unsafe { bindings::rpcrdma_rs_create_id(Some(cm_handler::<H>), context.cast_mut()) };
+        // stays valid until `rdma_destroy_id` in `drop`; `net` outlives the
+        // identifier by the function's contract.
+        let raw = unsafe {
+            bindings::rpcrdma_rs_create_id(net, Some(cm_handler::<H>), context.cast_mut())
+        };
         match from_err_ptr(raw).ok().and_then(NonNull::new) {
             // INVARIANT: created with `context` and `cm_handler::<H>`.
             Some(raw) => Ok(Self {
@@ -380,6 +403,12 @@ impl<H: CmHandler> CmId<H> {
         Ok(())
     }
 
+    /// The QP's protection domain, for memory regions. Valid while the
+    /// identifier has its QP.
+    pub(super) fn raw_pd(&self) -> Result<*mut bindings::ib_pd> {
+        self.qp.as_ref().map(|qp| qp._pd.raw.as_ptr()).ok_or(EINVAL)
+    }
+
     /// The local DMA key of the QP's protection domain.
     pub(crate) fn local_dma_lkey(&self) -> Result<u32> {
         self.qp
@@ -410,6 +439,14 @@ impl<H: CmHandler> CmId<H> {
         }
         // SAFETY: `raw` is live; its QP exists while `self.qp` is set.
         Ok(unsafe { (*self.raw.as_ptr()).qp }.cast())
+    }
+
+    /// A handle that posts Receives without borrowing the identifier, for
+    /// completion handlers that repost their buffer.
+    pub(crate) fn qp_handle(&self) -> Result<QpHandle> {
+        let qp = self.raw_qp()?;
+        self.posted.store(true, Ordering::Relaxed);
+        Ok(QpHandle { qp })
     }
 
     /// Posts `buf` as one Receive.
@@ -463,6 +500,34 @@ impl<H: CmHandler> CmId<H> {
     pub(crate) fn disconnect(&self) -> Result {
         // SAFETY: `raw` is live (type invariant).
         to_result(unsafe { bindings::rdma_disconnect(self.raw.as_ptr()) })
+    }
+}
+
+/// A queue pair's raw handle, for reposting Receives from completion
+/// handlers. Using it is unsafe: the caller must know the QP still exists.
+#[derive(Clone, Copy)]
+pub(crate) struct QpHandle {
+    pub(super) qp: *mut bindings::ib_qp,
+}
+
+// SAFETY: Verbs on a QP may be called from any thread.
+unsafe impl Send for QpHandle {}
+// SAFETY: As above; posting does its own locking.
+unsafe impl Sync for QpHandle {}
+
+impl QpHandle {
+    /// Posts `buf` as one Receive.
+    ///
+    /// # Safety
+    ///
+    /// The QP must not have been destroyed (its [`CmId`] is alive and has
+    /// not been drained since the handle was taken), and `buf` must be as
+    /// [`CmId::post_recv`] requires.
+    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, buf: &WorkBuf<'_, C>) -> Result {
+        let (addr, len, lkey) = buf.sge();
+        // SAFETY: The QP is live and the buffer outlives the request, by
+        // the function's contract.
+        to_result(unsafe { bindings::rpcrdma_rs_post_recv(self.qp, buf.cqe(), addr, len, lkey) })
     }
 }
 

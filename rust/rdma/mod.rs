@@ -9,8 +9,10 @@ pub(crate) mod buffer;
 pub(crate) mod client;
 pub(crate) mod cm;
 pub(crate) mod device;
+pub(crate) mod mr;
 
 pub(crate) use buffer::{Completion, CompletionHandler, WorkBuf};
 pub(crate) use client::{Client, Registration};
-pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, QpCaps, SockAddr};
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, QpCaps, QpHandle, SockAddr};
 pub(crate) use device::Device;
+pub(crate) use mr::{FrwrAttrs, Mr, MrHandler, Piece};

@@ -33,17 +33,17 @@ use kernel::{
 };
 
 /// What this requester offers (the C client's defaults, RPCRDMA_DEF_INLINE).
-const LOCAL: LocalSettings = LocalSettings {
+pub(crate) const LOCAL: LocalSettings = LocalSettings {
     send_size: 4096,
     recv_size: 4096,
     remote_invalidation: true,
 };
 /// Address and route resolution time limit (C: RDMA_RESOLVE_TIMEOUT).
-const RESOLVE_TIMEOUT_MS: u32 = 5000;
+pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// How long to wait for each connection manager event.
 const EVENT_TIMEOUT_MS: u32 = 20000;
 /// The largest private data area the connection manager hands a consumer.
-const MAX_PEER_PRIVATE: usize = 196;
+pub(crate) const MAX_PEER_PRIVATE: usize = 196;
 /// Credits asked of the server (C: the default slot table size).
 const CREDITS_REQUESTED: u32 = 128;
 /// How much of a received message the report keeps.
@@ -82,7 +82,7 @@ struct EventState {
 }
 
 impl ConnEvents {
-    fn new() -> impl PinInit<Self> {
+    pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             state <- new_mutex!(EventState {
                 seen: 0,
@@ -117,10 +117,16 @@ impl ConnEvents {
         }
     }
 
+    /// The private data the peer sent with ESTABLISHED, and its length.
+    pub(crate) fn peer_private(&self) -> ([u8; MAX_PEER_PRIVATE], usize) {
+        let state = self.state.lock();
+        (state.peer_private, state.peer_private_len)
+    }
+
     /// Waits for an event of kind `want`. Fails when an event that ends the
     /// attempt arrives first (a disconnect counts only when not wanted);
     /// ignores the rest (TIMEWAIT_EXIT, ADDR_CHANGE, ...).
-    fn await_event(&self, want: CmEventKind) -> Result {
+    pub(crate) fn await_event(&self, want: CmEventKind) -> Result {
         let mut fatal = [
             CmEventKind::AddrError,
             CmEventKind::RouteError,
@@ -153,9 +159,9 @@ impl ConnEvents {
 }
 
 impl CompletionHandler for ConnEvents {
-    fn complete(&self, tag: u32, completion: &Completion, data: &[u8]) {
+    fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]) {
         let mut state = self.state.lock();
-        match tag {
+        match buf.tag() {
             RECV_TAG if state.received.is_none() => {
                 state.reply_len = copy_prefix(&mut state.reply, data);
                 state.received = Some(*completion);

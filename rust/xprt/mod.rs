@@ -3,21 +3,35 @@
 //! The RPC-over-RDMA transport: what the module sets up while loaded.
 //!
 //! The map to the C implementation (`net/sunrpc/xprtrdma/`) is file by
-//! file where it can be: `ib_client.rs` here is `ib_client.c` there.
+//! file where it can be: `ib_client.rs` here is `ib_client.c` there,
+//! `transport.rs` is `transport.c`, `verbs.rs` is `verbs.c`, and
+//! `marshal.rs` is `rpc_rdma.c`.
 
 mod connect;
+mod frwr;
 mod ib_client;
+mod marshal;
+mod settings;
+mod stats;
+mod transport;
+mod verbs;
 
-use crate::{debugfs, rdma};
+use crate::{debugfs, rdma, sunrpc};
 use kernel::{c_str, prelude::*, sync::Arc};
 
 pub(crate) use connect::ConnectProbe;
 pub(crate) use ib_client::DeviceTracker;
+use transport::{Registry, RegistryPublished};
 
 /// Everything the module holds while loaded. Fields drop in order: the
-/// debugfs files first (they read the tracker and the probe), then the
+/// class first (no new transport after it), then the registry, the debugfs
+/// files (they read the tracker, the probe and the registry), then the
 /// client registration; the directory goes with its last file.
 pub(crate) struct Transport {
+    _class: sunrpc::ClassRegistration,
+    _published: RegistryPublished,
+    _xprts_file: Pin<KBox<debugfs::File<Registry>>>,
+    _settings_file: Pin<KBox<debugfs::File<settings::SettingsFile>>>,
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
     _devices: rdma::Registration<DeviceTracker>,
@@ -25,17 +39,29 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// Starts tracking RDMA devices and publishes the report.
+    /// Starts tracking RDMA devices, publishes the reports, and registers
+    /// the `rdma` transport class with sunrpc.
     pub(crate) fn new() -> Result<Self> {
         // Everything that can fail is allocated before the first file
         // appears: an open file pins the module, even one whose init fails.
         let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
+        let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"))?;
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
         let devices = rdma::Registration::new(tracker)?;
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
+        let settings = Arc::new(settings::SettingsFile, GFP_KERNEL)?;
+        let settings_file = debugfs::File::new(c_str!("settings"), &debugfs, settings)?;
+        let published = RegistryPublished::new(&registry);
+        // The harness takes this file as the sign that the class exists.
+        let xprts_file = debugfs::File::new(c_str!("xprts"), &debugfs, registry)?;
+        let class = sunrpc::ClassRegistration::new()?;
         Ok(Self {
+            _class: class,
+            _published: published,
+            _xprts_file: xprts_file,
+            _settings_file: settings_file,
             _connect_file: connect_file,
             _devices_file: devices_file,
             _devices: devices,

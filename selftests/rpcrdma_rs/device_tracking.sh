@@ -28,7 +28,7 @@ tap_check "removal logged" dmesg_has "rpcrdma_rs: RDMA device $dev removed"
 tap_check "rdma link add $dev" rdma link add "$dev" type "$RDMA" netdev "$netdev"
 tap_check "$dev listed again" listed
 tap_check "addition logged" dmesg_has "rpcrdma_rs: RDMA device $dev added"
-tap_check "rmmod rpcrdma_rs" rmmod rpcrdma_rs
+tap_check "rmmod rpcrdma_rs" unload_transport
 tap_check "debugfs directory removed with the module" test ! -e /sys/kernel/debug/rpcrdma_rs
 tap_check "insmod again finds $dev at registration" bash -c "insmod '$MODULE' && grep -qw '$dev' '$report'"
 tap_exit

@@ -49,6 +49,15 @@ fi
 # the client's requests for this guest's CPU time (bench.sh).
 set +x
 while [ ! -e "$RUN_DIR/client-done" ] && [ ! -e "$RUN_DIR/server-stop" ]; do
+	# Commands the client's tests ask this guest to run (server_run).
+	for req in "$RUN_DIR"/server-cmd-*.sh; do
+		[ -e "$req" ] || continue
+		tag=${req%.sh}
+		bash "$req" >"$tag.log" 2>&1
+		echo $? >"$tag.rc.tmp"
+		mv "$tag.rc.tmp" "$tag.rc"
+		rm -f "$req"
+	done
 	for req in "$RUN_DIR"/stat-req-*; do
 		[ -e "$req" ] || continue
 		tag=${req##*/stat-req-}

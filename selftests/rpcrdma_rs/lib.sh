@@ -89,11 +89,16 @@ load_transport() {
 	esac
 }
 
+# A transport is destroyed from a work item after its last user goes, and
+# holds the module until then: rmmod is retried for a while (EBUSY).
 unload_transport() {
-	case "$TRANSPORT" in
-	c) rmmod rpcrdma ;;
-	rs) rmmod rpcrdma_rs ;;
-	esac
+	local mod=rpcrdma i
+	[ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
+	for ((i = 0; i < 60; i++)); do
+		rmmod "$mod" 2>/dev/null && return 0
+		sleep 0.5
+	done
+	rmmod "$mod"
 }
 
 # True when the transport under test has registered sunrpc's "rdma" client
@@ -148,3 +153,33 @@ kmemleak_report() {
 	echo scan >"$f"
 	cat "$f"
 }
+
+# server_run COMMAND...: runs a shell command in the server guest (see
+# guest_server.sh) and returns its exit status; its output goes to the run
+# directory.
+server_cmd_seq=0
+server_run() {
+	local tag="$RUN_DIR/server-cmd-$$-$server_cmd_seq" rc
+	server_cmd_seq=$((server_cmd_seq + 1))
+	printf '%s\n' "$*" >"$tag.sh.tmp" && mv "$tag.sh.tmp" "$tag.sh"
+	wait_for_file "$tag.rc" 300 || return 124
+	rc=$(cat "$tag.rc")
+	return "$rc"
+}
+
+# mountstats_field MNT N: field N (1-based, after "xprt: rdma") of the
+# mount's transport line, in the C transport's order: 3 connect_count,
+# 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,
+# 20 bad_reply_count, 25 local_inv_needed.
+mountstats_field() {
+	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
+}
+
+# rs_xprt_field NAME: NAME's value for the first rpcrdma_rs transport in
+# debugfs (rpcrdma_rs/xprts).
+rs_xprt_field() {
+	awk -v k="$1" '$1 == k { print $2; exit }' /sys/kernel/debug/rpcrdma_rs/xprts
+}
+
+# Drops clean page cache, so that reads go to the server.
+drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }

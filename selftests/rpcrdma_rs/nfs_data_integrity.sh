@@ -8,7 +8,7 @@
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-VERSIONS=${NFS_VERSIONS:-3 4.2}
+VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 CASES_PER_VERSION=7
 
 require_rdma_xprt "nfs data integrity"

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the Rust transport implements for the C glue in
+ * rpcrdma_rs_sunrpc.c.  @transport is the pointer rpcrdma_rs_op_attach
+ * returned.  Not read by bindgen: Rust defines these.
+ */
+#ifndef RPCRDMA_RS_OPS_H
+#define RPCRDMA_RS_OPS_H
+
+#include <linux/types.h>
+
+struct rpc_rqst;
+struct rpc_xprt;
+struct rpcrdma_rs_stats;
+
+/* Creates the transport state of @xprt; NULL when out of memory. */
+void *rpcrdma_rs_op_attach(struct rpc_xprt *xprt, unsigned int *max_payload);
+/* Tears down the connection and releases the state. */
+void rpcrdma_rs_op_detach(void *transport);
+/* Connects; sleeps.  0 or a negative errno. */
+int rpcrdma_rs_op_connect(void *transport);
+/* True if the last connection attempt failed (the next one backs off). */
+bool rpcrdma_rs_op_connect_failed(void *transport);
+/* Tears down the connection; sleeps. */
+void rpcrdma_rs_op_close(void *transport);
+/*
+ * Marshals and posts @rqst (a backchannel reply if @bc_reply); 0,
+ * -EAGAIN, -ENOTCONN, or another errno.
+ */
+int rpcrdma_rs_op_send_request(void *transport, struct rpc_rqst *rqst,
+			       bool bc_reply);
+/* Largest backchannel message the connection carries inline. */
+size_t rpcrdma_rs_op_bc_maxpayload(void *transport);
+/* The RPC @xid is being freed: invalidate what it registered.  Sleeps. */
+void rpcrdma_rs_op_buf_free(void *transport, u32 xid);
+/* Snapshot of the transport's counters. */
+void rpcrdma_rs_op_stats(void *transport, struct rpcrdma_rs_stats *stats);
+
+#endif /* RPCRDMA_RS_OPS_H */

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe wrappers for the sunrpc objects the transport touches: the
+//! transport instance (`struct rpc_xprt`), its requests (`struct
+//! rpc_rqst`) and the transport class registration. The class, its ops
+//! table and the field-level glue are C (`include/rpcrdma_rs_sunrpc.c`).
+
+use crate::{bindings, rdma::SockAddr};
+use core::{mem::ManuallyDrop, ptr::NonNull};
+use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
+
+/// The `rdma` transport class, registered with sunrpc while this exists.
+pub(crate) struct ClassRegistration(());
+
+impl ClassRegistration {
+    /// Registers the class; fails with `EEXIST` if another module (the C
+    /// `rpcrdma`) has the `rdma` ident already.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: No precondition; undone in `drop`.
+        to_result(unsafe { bindings::rpcrdma_rs_xprt_class_register() })?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for ClassRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `new`. Transports made by the class hold a
+        // module reference, so none exists when the module unloads.
+        unsafe { bindings::rpcrdma_rs_xprt_class_unregister() };
+    }
+}
+
+/// A transport instance of the class.
+///
+/// # Invariants
+///
+/// `raw` points to an `rpc_xprt` of this class that stays allocated while
+/// the `Xprt` exists: the transport state that holds it is detached, and
+/// every connection it made torn down, before `destroy` frees the xprt.
+#[derive(Clone, Copy)]
+pub(crate) struct Xprt {
+    raw: NonNull<bindings::rpc_xprt>,
+}
+
+// SAFETY: The functions called on an xprt take its locks as they need.
+unsafe impl Send for Xprt {}
+// SAFETY: As above.
+unsafe impl Sync for Xprt {}
+
+impl Xprt {
+    /// Wraps `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be an xprt of this class that outlives the result (and
+    /// every copy of it), as the type invariant says.
+    pub(crate) unsafe fn from_raw(raw: *mut bindings::rpc_xprt) -> Option<Self> {
+        // INVARIANT: by the function's contract.
+        NonNull::new(raw).map(|raw| Self { raw })
+    }
+
+    fn as_ptr(&self) -> *mut bindings::rpc_xprt {
+        self.raw.as_ptr()
+    }
+
+    /// Asks sunrpc to close the connection and reconnect (autoclose).
+    pub(crate) fn force_disconnect(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_force_disconnect(self.as_ptr()) }
+    }
+
+    /// Sets the congestion window to `credits` requests.
+    pub(crate) fn set_cwnd(&self, credits: u32) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_set_cwnd(self.as_ptr(), credits) }
+    }
+
+    /// Back to one request in flight, for a new connection.
+    pub(crate) fn reset_cwnd(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_reset_cwnd(self.as_ptr()) }
+    }
+
+    /// Wakes requests that waited for a Send buffer.
+    pub(crate) fn write_space(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_write_space(self.as_ptr()) }
+    }
+
+    /// Marks that a request waits for a Send buffer.
+    pub(crate) fn wait_for_buffer_space(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_wait_for_buffer_space(self.as_ptr()) }
+    }
+
+    /// A reply arrived: the connection works, reconnect at once if lost.
+    pub(crate) fn reply_arrived(&self) {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_reply_arrived(self.as_ptr()) }
+    }
+
+    /// The server's address.
+    pub(crate) fn addr(&self) -> Result<SockAddr> {
+        let mut len = 0usize;
+        // SAFETY: `raw` is live (type invariant); the address lives in it.
+        let raw = unsafe { &*bindings::rpcrdma_rs_xprt_addr(self.as_ptr(), &mut len) };
+        SockAddr::from_storage(raw, len)
+    }
+
+    /// The network namespace the transport lives in; the xprt holds a
+    /// reference on it for as long as it exists.
+    pub(crate) fn net(&self) -> *mut bindings::net {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_net(self.as_ptr()) }
+    }
+
+    /// The server's address as text.
+    pub(crate) fn peer(&self) -> &CStr {
+        // SAFETY: `raw` is live; the string lives until destroy, and is
+        // replaced only for the port, never for the address.
+        unsafe { CStr::from_char_ptr(bindings::rpcrdma_rs_xprt_peer(self.as_ptr())) }
+    }
+
+    /// Hands a backchannel Call (`data`, from its RPC header on) to the
+    /// callback service. `ENOPROTOOPT`: the transport has no callback
+    /// service, so the message is not a Call for it.
+    pub(crate) fn bc_receive_call(&self, data: &[u8]) -> Result {
+        let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: `raw` is live (type invariant); `data` is readable for
+        // `len` bytes and copied before the call returns.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_bc_receive_call(self.as_ptr(), data.as_ptr().cast(), len)
+        })
+    }
+
+    /// Finds the request waiting for a reply with `xid` and pins it so it
+    /// stays while the reply is copied in.
+    pub(crate) fn lookup_pin(&self, xid: u32) -> Option<PinnedRqst> {
+        // SAFETY: `raw` is live (type invariant).
+        let raw = unsafe { bindings::rpcrdma_rs_lookup_pin(self.as_ptr(), xid) };
+        // INVARIANT: pinned by the lookup.
+        NonNull::new(raw).map(|raw| PinnedRqst { raw })
+    }
+}
+
+/// A request being transmitted (`send_request`): sunrpc holds the
+/// transport's send lock and the request for the duration of the call.
+pub(crate) struct Rqst<'a> {
+    raw: &'a bindings::rpc_rqst,
+}
+
+impl<'a> Rqst<'a> {
+    /// Wraps `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be a live request for the lifetime `'a`.
+    pub(crate) unsafe fn from_raw(raw: *const bindings::rpc_rqst) -> Option<Self> {
+        // SAFETY: By the function's contract.
+        unsafe { raw.as_ref() }.map(|raw| Self { raw })
+    }
+
+    /// The XID, as the number its big-endian wire bytes encode.
+    pub(crate) fn xid(&self) -> u32 {
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_rs_rqst_xid(self.raw) }
+    }
+
+    /// Length of the marshalled Call.
+    pub(crate) fn call_len(&self) -> u32 {
+        // SAFETY: The request is live.
+        unsafe { bindings::rpcrdma_rs_rqst_call_len(self.raw) }
+    }
+
+    /// Copies Call bytes from `offset` on into all of `out`.
+    pub(crate) fn read_call(&self, offset: u32, out: &mut [u8]) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        if offset
+            .checked_add(len)
+            .map_or(true, |end| end > self.call_len())
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: The request is live; `out` is writable for `len` bytes.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_rqst_read_call(self.raw, offset, out.as_mut_ptr().cast(), len)
+        })
+    }
+
+    /// The Call's send buffer (`reply` false) or the Reply's receive buffer.
+    pub(crate) fn layout(&self, reply: bool) -> Result<XdrLayout<'a>> {
+        let mut raw = bindings::rpcrdma_rs_xdr_layout::default();
+        // SAFETY: The request is live, and sunrpc holds it for the call;
+        // the layout helper only allocates missing receive pages.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_rqst_layout(
+                core::ptr::from_ref(self.raw).cast_mut(),
+                reply,
+                &mut raw,
+            )
+        })?;
+        Ok(XdrLayout {
+            raw,
+            _rqst: core::marker::PhantomData,
+        })
+    }
+}
+
+/// One of a request's buffers (`struct xdr_buf`), described for chunk
+/// planning and registration; valid while the request is held (`'a`).
+pub(crate) struct XdrLayout<'a> {
+    pub(crate) raw: bindings::rpcrdma_rs_xdr_layout,
+    _rqst: core::marker::PhantomData<&'a ()>,
+}
+
+impl XdrLayout<'_> {
+    /// Page `index` of the page data array.
+    pub(crate) fn page(&self, index: usize) -> Option<*mut bindings::page> {
+        if self.raw.pages.is_null() {
+            return None;
+        }
+        let count = (usize::try_from(self.raw.page_base).ok()?
+            + usize::try_from(self.raw.page_len).ok()?)
+        .div_ceil(kernel::page::PAGE_SIZE);
+        if index >= count {
+            return None;
+        }
+        // SAFETY: The array has an entry for every page of the page data,
+        // and lives while the request is held.
+        let page = unsafe { *self.raw.pages.add(index) };
+        (!page.is_null()).then_some(page)
+    }
+}
+
+/// A request found by its XID and pinned: completing it (or dropping it,
+/// which fails it with `EIO`) unpins it.
+///
+/// # Invariants
+///
+/// `raw` is a request pinned by `xprt_pin_rqst` and not yet completed.
+pub(crate) struct PinnedRqst {
+    raw: NonNull<bindings::rpc_rqst>,
+}
+
+// SAFETY: A pinned request may be completed from any thread: completion
+// takes the transport's queue lock.
+unsafe impl Send for PinnedRqst {}
+
+impl PinnedRqst {
+    /// Copies the inline part of an RPC Reply into the request's receive
+    /// buffer, around `writelist` bytes the server placed in its pages;
+    /// returns the bytes copied into pages.
+    pub(crate) fn deliver(&mut self, data: &[u8], writelist: u32) -> Result<u32> {
+        let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The request is pinned (type invariant), so its buffers
+        // stay; `data` is readable for `len` bytes.
+        let copied = unsafe {
+            bindings::rpcrdma_rs_rqst_deliver(
+                self.raw.as_ptr(),
+                data.as_ptr().cast(),
+                len,
+                writelist,
+            )
+        };
+        to_result(copied)?;
+        u32::try_from(copied).map_err(|_| EINVAL)
+    }
+
+    /// Room in the receive buffer, and in its pages.
+    pub(crate) fn rcv_room(&self) -> (u32, u32) {
+        let mut buflen = 0;
+        let mut page_len = 0;
+        // SAFETY: The request is pinned (type invariant).
+        unsafe {
+            bindings::rpcrdma_rs_rqst_rcv_room(self.raw.as_ptr(), &mut buflen, &mut page_len)
+        };
+        (buflen, page_len)
+    }
+
+    /// Completes the request with `result`: bytes received, or a negative
+    /// errno that fails the RPC.
+    pub(crate) fn complete(self, result: Result<u32>) {
+        let result: c_int = match result {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        };
+        let this = ManuallyDrop::new(self);
+        // SAFETY: Pinned and not yet completed (type invariant); this
+        // consumes it.
+        unsafe { bindings::rpcrdma_rs_complete_unpin(this.raw.as_ptr(), result) };
+    }
+}
+
+impl Drop for PinnedRqst {
+    fn drop(&mut self) {
+        // SAFETY: Pinned and not yet completed (type invariant).
+        unsafe { bindings::rpcrdma_rs_complete_unpin(self.raw.as_ptr(), EIO.to_errno()) };
+    }
+}
+
+/// True if a rate-limited warning may be printed now.
+pub(crate) fn warn_ratelimit() -> bool {
+    // SAFETY: No precondition.
+    unsafe { bindings::rpcrdma_rs_warn_ratelimit() }
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport's counters (the C `struct rpcrdma_stats`), read by
+//! `print_stats` for `/proc/self/mountstats` while the data path updates
+//! them.
+
+use crate::bindings;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters, in the order of the C transport's `xprt: rdma` line.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) read_chunk_count: AtomicU64,
+    pub(crate) write_chunk_count: AtomicU64,
+    pub(crate) reply_chunk_count: AtomicU64,
+    pub(crate) total_rdma_request: AtomicU64,
+    pub(crate) total_rdma_reply: AtomicU64,
+    pub(crate) pullup_copy_count: AtomicU64,
+    pub(crate) fixup_copy_count: AtomicU64,
+    pub(crate) hardway_register_count: AtomicU64,
+    pub(crate) failed_marshal_count: AtomicU64,
+    pub(crate) bad_reply_count: AtomicU64,
+    pub(crate) nomsg_call_count: AtomicU64,
+    pub(crate) mrs_recycled: AtomicU64,
+    pub(crate) mrs_orphaned: AtomicU64,
+    pub(crate) mrs_allocated: AtomicU64,
+    pub(crate) local_inv_needed: AtomicU64,
+    pub(crate) empty_sendctx_q: AtomicU64,
+    /// Not in the C line: MRs the server invalidated with Send With
+    /// Invalidate, and RDMA_ERROR replies.
+    pub(crate) remote_invalidations: AtomicU64,
+    pub(crate) rdma_errors: AtomicU64,
+}
+
+impl Stats {
+    /// A snapshot in the layout the C `print_stats` formats.
+    pub(crate) fn snapshot(&self) -> bindings::rpcrdma_rs_stats {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        bindings::rpcrdma_rs_stats {
+            read_chunk_count: r(&self.read_chunk_count),
+            write_chunk_count: r(&self.write_chunk_count),
+            reply_chunk_count: r(&self.reply_chunk_count),
+            total_rdma_request: r(&self.total_rdma_request),
+            total_rdma_reply: r(&self.total_rdma_reply),
+            pullup_copy_count: r(&self.pullup_copy_count),
+            fixup_copy_count: r(&self.fixup_copy_count),
+            hardway_register_count: r(&self.hardway_register_count),
+            failed_marshal_count: r(&self.failed_marshal_count),
+            bad_reply_count: r(&self.bad_reply_count),
+            nomsg_call_count: r(&self.nomsg_call_count),
+            mrs_recycled: r(&self.mrs_recycled),
+            mrs_orphaned: r(&self.mrs_orphaned),
+            mrs_allocated: r(&self.mrs_allocated),
+            local_inv_needed: r(&self.local_inv_needed),
+            empty_sendctx_q: r(&self.empty_sendctx_q),
+        }
+    }
+}
