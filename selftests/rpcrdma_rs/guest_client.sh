@@ -22,6 +22,9 @@ for t in $TESTS; do
 	echo "=== $t"
 	timeout "${TEST_TIMEOUT:-600}" bash "$SELFTEST_DIR/$t" "$RUN_DIR" >"$RUN_DIR/tap/$t.tap" 2>"$RUN_DIR/tap/$t.err"
 	echo "$t exit $?" >>"$RUN_DIR/tap/status"
+	# A test that ran out of time may leave mounts behind: they would
+	# change what the next test sees.
+	umount -a -f -l -t nfs,nfs4 2>/dev/null
 	cat "$RUN_DIR/tap/$t.tap"
 	set -x
 done

@@ -11,7 +11,7 @@ RUN_DIR=$1
 
 require_rs_transport "inline threshold settings"
 require_rdma_xprt "inline threshold settings"
-tap_plan 9
+tap_plan 10
 
 settings=/sys/kernel/debug/rpcrdma_rs/settings
 mnt=/mnt/nfs-inline
@@ -29,13 +29,29 @@ thresholds_are() {
 	[ "$send" = "$1" ] && [ "$recv" = "$2" ]
 }
 
-# A symlink target longer than the thresholds: SYMLINK is a long Call,
-# READLINK's reply comes in a Reply chunk.
+# A symlink target longer than the thresholds: SYMLINK carries it in a
+# Read chunk, READLINK's reply comes in a Reply chunk.
 long_symlink() {
 	local target
 	target=$(printf 'x%.0s' $(seq 1 2000))
 	ln -s "$target" "$1/long-link" && drop_caches &&
 		[ "$(readlink "$1/long-link")" = "$target" ] && rm "$1/long-link"
+}
+
+# An extended attribute longer than the thresholds (NFSv4.2 SETXATTR has
+# no DDP-eligible data): the Call goes as a Long Call (RDMA_NOMSG, Position
+# Zero Read chunk), GETXATTR's reply in a Reply chunk.
+long_xattr() {
+	python3 - "$1/xattr-file" <<'PY'
+import os, sys
+path = sys.argv[1]
+open(path, "w").close()
+value = os.urandom(3000)
+os.setxattr(path, "user.big", value)
+os.system("echo 3 >/proc/sys/vm/drop_caches")
+assert os.getxattr(path, "user.big") == value
+os.unlink(path)
+PY
 }
 
 # A directory whose listing needs more than one kilobyte.
@@ -57,18 +73,19 @@ if tap_check "NFSv4.2 mount with 1024-byte inline thresholds offered" nfs_mount 
 	tap_check "thresholds in use are 1024/1024" thresholds_are 1024 1024
 	tap_check "the server's private data was read (receive size 4096)" \
 		[ "$(rs_xprt_field peer_recv_size)" = 4096 ]
-	tap_check "long symlink: long Call and Reply chunk" long_symlink "$mnt"
+	tap_check "long symlink: Read chunk and Reply chunk" long_symlink "$mnt"
+	tap_check "long extended attribute: Long Call and Reply chunk" long_xattr "$mnt"
 	tap_check "300-entry directory listed" listing "$mnt"
 	tap_diag "$(mount_xprt_line "$mnt")"
 	tap_check "RDMA_NOMSG Calls and Reply chunks were used" nomsg_and_reply_chunks "$mnt"
 	umount "$mnt"
 else
-	for i in 2 3 4 5 6; do tap_not_ok "case $i (not mounted)"; done
+	for i in 2 3 4 5 6 7; do tap_not_ok "case $i (not mounted)"; done
 fi
 
 # The whole data integrity test under the small thresholds, as a subtest.
 integrity() {
-	NFS_VERSIONS="3 4.2" bash "$(dirname "$0")/nfs_data_integrity.sh" "$RUN_DIR" | sed 's/^/    /'
+	NFS_VERSIONS="4.1" bash "$(dirname "$0")/nfs_data_integrity.sh" "$RUN_DIR" | sed 's/^/    /'
 	return "${PIPESTATUS[0]}"
 }
 tap_check "data integrity with 1024-byte thresholds" integrity
