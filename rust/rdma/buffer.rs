@@ -24,6 +24,12 @@ impl Completion {
     pub(crate) fn is_success(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_SUCCESS
     }
+
+    /// True when the work request was flushed: the QP went into the error
+    /// state (teardown, or an earlier failure) before it ran.
+    pub(crate) fn is_flush(&self) -> bool {
+        self.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
+    }
 }
 
 /// Receives the completions of a [`WorkBuf`]'s work requests. Called from

@@ -340,8 +340,7 @@ pub(crate) fn runs(pieces: &[Piece], depth: usize) -> impl Iterator<Item = &[Pie
             return None;
         }
         let mut n = 0;
-        while n < rest.len() && n < depth {
-            let p = &rest[n];
+        while let Some(p) = rest.get(n).filter(|_| n < depth) {
             n += 1;
             let ends_in_page = (p.offset as usize + p.len as usize) & (PAGE_SIZE - 1) != 0;
             let next_starts_in_page = rest.get(n).is_some_and(|q| q.offset != 0);

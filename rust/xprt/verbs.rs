@@ -22,7 +22,7 @@ use crate::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, FrwrAttrs,
         Mr, MrHandler, Piece, QpCaps, QpHandle, WorkBuf,
     },
-    sunrpc::{Rqst, XdrLayout, Xprt},
+    sunrpc::{self, Rqst, XdrLayout, Xprt},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -221,6 +221,20 @@ impl MrHandler for EpShared {
 impl CompletionHandler for EpShared {
     fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]) {
         let tag = buf.tag();
+        if !completion.is_success() && !completion.is_flush() && sunrpc::warn_ratelimit() {
+            // E.g. a message longer than the Receive buffer (local length
+            // error): the connection is reset and the RPC retransmitted.
+            pr_warn!(
+                "{}: {} failed with completion status {}\n",
+                self.xprt.peer(),
+                if tag >= SEND_TAG_BASE {
+                    "Send"
+                } else {
+                    "Receive"
+                },
+                completion.status
+            );
+        }
         if tag >= SEND_TAG_BASE {
             if !completion.is_success() {
                 self.connection_lost();
@@ -555,12 +569,18 @@ impl Registrations {
     ) -> Result {
         let start = self.count;
         for run in frwr::runs(pieces, usize::try_from(depth)?) {
-            if self.count - start >= MAX_SEGS || self.count >= self.indices.len() {
+            if self.count - start >= MAX_SEGS {
                 return Err(errno::emsgsize());
             }
+            let (Some(index_slot), Some(seg_slot)) = (
+                self.indices.get_mut(self.count),
+                self.segs.get_mut(self.count),
+            ) else {
+                return Err(errno::emsgsize());
+            };
             let (index, seg) = pool.map(run, writing, xid)?;
-            self.indices[self.count] = index;
-            self.segs[self.count] = seg;
+            *index_slot = index;
+            *seg_slot = seg;
             self.count += 1;
         }
         if !writing {

@@ -11,7 +11,7 @@ RUN_DIR=$1
 
 require_rs_transport "inline threshold settings"
 require_rdma_xprt "inline threshold settings"
-tap_plan 10
+tap_plan 9
 
 settings=/sys/kernel/debug/rpcrdma_rs/settings
 mnt=/mnt/nfs-inline
