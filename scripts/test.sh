@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Sets up everything a fresh Debian 12 machine lacks, then runs every test:
-# the protocol core's host tests, and the two-guest harness with rpcrdma_rs
-# over Soft-RoCE and Soft-iWARP, and with the kernel's C transport over
-# Soft-RoCE as the reference (HARNESS_RUNS adds c:siw).
+# the protocol core's host tests, and the two-guest harness with the
+# kernel's C transport (the reference) and with rpcrdma_rs, each over
+# Soft-RoCE and Soft-iWARP.
 # Ends with "N passed, N failed".
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -56,7 +56,7 @@ add_counts "$results/host.summary"
 harness_args=()
 [ -n "${BREAK_DATA_CHECK:-}" ] && harness_args+=(--env "BREAK_DATA_CHECK=$BREAK_DATA_CHECK")
 
-for run in ${HARNESS_RUNS:-c:rxe rs:rxe rs:siw}; do
+for run in ${HARNESS_RUNS:-c:rxe c:siw rs:rxe rs:siw}; do
 	IFS=: read -r t r <<<"$run"
 	set -- "$t" "$r"
 	scripts/harness.sh --transport "$1" --rdma "$2" --out "$results/$1-$2" "${harness_args[@]}" || true

@@ -14,7 +14,7 @@ CASES_PER_VERSION=7
 require_rdma_xprt "nfs data integrity"
 set -- $VERSIONS
 IPV6_CASES=4
-tap_plan $(($# * CASES_PER_VERSION + IPV6_CASES))
+tap_plan $(($# * (CASES_PER_VERSION + IPV6_CASES)))
 
 scratch=/mnt/scratch
 mkdir -p "$scratch"
@@ -70,17 +70,19 @@ for vers in $VERSIONS; do
 	tap_check "NFSv$vers unmount" umount "$mnt"
 done
 
-# The same transport over IPv6 (netid rdma6).
-mnt=/mnt/nfs-ipv6
-if tap_check "NFSv4.2 mount over rdma6 [$SERVER_IP6]" nfs_mount 4.2 "$mnt" rdma6; then
-	tap_check "IPv6 mountstats shows xprt: rdma" mount_uses "$mnt" rdma
+# The same over IPv6 (netid rdma6), for each version.
+for vers in $VERSIONS; do
+	mnt=/mnt/nfs6-$vers
+	if ! tap_check "NFSv$vers mount over rdma6 [$SERVER_IP6]" nfs_mount "$vers" "$mnt" rdma6; then
+		for ((i = 1; i < IPV6_CASES; i++)); do tap_not_ok "NFSv$vers IPv6 case $i (not mounted)"; done
+		continue
+	fi
+	tap_check "NFSv$vers IPv6 mountstats shows xprt: rdma" mount_uses "$mnt" rdma
 	dir="$mnt/integrity6-$$"
 	mkdir -p "$dir"
-	write_files "$dir" && umount "$mnt" && nfs_mount 4.2 "$mnt" rdma6
-	tap_check "IPv6 written files read back match" verify_buffered "$dir"
+	write_files "$dir" && umount "$mnt" && nfs_mount "$vers" "$mnt" rdma6
+	tap_check "NFSv$vers IPv6 written files read back match" verify_buffered "$dir"
 	rm -rf "$dir"
-	tap_check "IPv6 unmount" umount "$mnt"
-else
-	for ((i = 1; i < IPV6_CASES; i++)); do tap_not_ok "IPv6 case $i (not mounted)"; done
-fi
+	tap_check "NFSv$vers IPv6 unmount" umount "$mnt"
+done
 tap_exit
