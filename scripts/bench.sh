@@ -42,7 +42,7 @@ status=0
 # The C transport's guest also measures TCP and the raw link: same boot,
 # same link, same export.
 scripts/harness.sh --transport c --out "$results/c" "${common[@]}" \
-	--env "BENCH_PROTOS='rdma tcp'" --env BENCH_PERFTEST=1 || status=1
+	--env "BENCH_PROTOS=rdma tcp" --env BENCH_PERFTEST=1 || status=1
 scripts/harness.sh --transport rs --out "$results/rs" "${common[@]}" \
 	--env "BENCH_PROTOS=rdma" || status=1
 
