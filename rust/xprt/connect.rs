@@ -56,6 +56,20 @@ const NFS_PROGRAM: u32 = 100003;
 const NFS_V3: u32 = 3;
 static NEXT_XID: AtomicU32 = AtomicU32::new(0x5253_0001);
 
+/// The connection parameters of an RPC-over-RDMA requester (C:
+/// `rpcrdma_ep_create`): offer RDMA Read to the server but do not initiate
+/// it; a small retry count finds a vanished peer quickly; credits replace
+/// RNR retries.
+pub(crate) fn requester_params(private_data: &[u8], responder_resources: u8) -> ConnParam<'_> {
+    ConnParam {
+        private_data,
+        responder_resources,
+        initiator_depth: 0,
+        retry_count: 6,
+        rnr_retry_count: 0,
+    }
+}
+
 /// The connection manager's events for one connection, as they arrive.
 #[pin_data]
 pub(crate) struct ConnEvents {
@@ -380,16 +394,7 @@ fn exchange(
 
         *stage = "connecting";
         let sent = report.sent.to_bytes();
-        id.connect(&ConnParam {
-            private_data: &sent,
-            // Offer RDMA Read to the server but do not initiate it (C:
-            // rpcrdma_ep_create); a small retry count finds a vanished
-            // peer quickly; RPC-over-RDMA credits replace RNR retries.
-            responder_resources,
-            initiator_depth: 0,
-            retry_count: 6,
-            rnr_retry_count: 0,
-        })?;
+        id.connect(&requester_params(&sent, responder_resources))?;
         events.await_event(CmEventKind::Established)?;
         {
             let state = events.state.lock();

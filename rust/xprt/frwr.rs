@@ -284,50 +284,48 @@ impl MrPool {
     }
 }
 
-/// Cuts `len` bytes of kernel virtual memory at `base` into page pieces.
-pub(crate) fn kvec_pieces(base: *const u8, len: u32, out: &mut KVec<Piece>) -> Result {
-    let mut addr = base as usize;
+/// Cuts `len` bytes starting at position `start` into pieces that do not
+/// cross a page boundary; `page_at` names the page holding a position.
+fn cut_into_pages(
+    start: usize,
+    len: u32,
+    out: &mut KVec<Piece>,
+    page_at: impl Fn(usize) -> Result<*mut crate::bindings::page>,
+) -> Result {
+    let mut at = start;
     let mut left = usize::try_from(len)?;
     while left > 0 {
-        let offset = addr & (PAGE_SIZE - 1);
+        let offset = at & (PAGE_SIZE - 1);
         let n = (PAGE_SIZE - offset).min(left);
-        // SAFETY: `addr` lies in the kernel buffer the RPC layer gave us
-        // (linear-mapped kmalloc memory).
-        let page = unsafe { crate::bindings::rpcrdma_rs_virt_to_page(addr as *const _) };
         out.push(
             Piece {
-                page,
+                page: page_at(at)?,
                 offset: u32::try_from(offset)?,
                 len: u32::try_from(n)?,
             },
             GFP_ATOMIC,
         )?;
-        addr += n;
+        at += n;
         left -= n;
     }
     Ok(())
 }
 
+/// Cuts `len` bytes of kernel virtual memory at `base` into page pieces.
+pub(crate) fn kvec_pieces(base: *const u8, len: u32, out: &mut KVec<Piece>) -> Result {
+    cut_into_pages(base as usize, len, out, |addr| {
+        // SAFETY: `addr` lies in the kernel buffer the RPC layer gave us
+        // (linear-mapped kmalloc memory).
+        Ok(unsafe { crate::bindings::rpcrdma_rs_virt_to_page(addr as *const _) })
+    })
+}
+
 /// Cuts the page data of `layout` into page pieces.
 pub(crate) fn page_pieces(layout: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-    let mut base = usize::try_from(layout.raw.page_base)?;
-    let mut left = usize::try_from(layout.raw.page_len)?;
-    while left > 0 {
-        let offset = base & (PAGE_SIZE - 1);
-        let n = (PAGE_SIZE - offset).min(left);
-        let page = layout.page(base / PAGE_SIZE).ok_or(EINVAL)?;
-        out.push(
-            Piece {
-                page,
-                offset: u32::try_from(offset)?,
-                len: u32::try_from(n)?,
-            },
-            GFP_ATOMIC,
-        )?;
-        base += n;
-        left -= n;
-    }
-    Ok(())
+    let base = usize::try_from(layout.raw.page_base)?;
+    cut_into_pages(base, layout.raw.page_len, out, |at| {
+        layout.page(at / PAGE_SIZE).ok_or(EINVAL)
+    })
 }
 
 /// Splits `pieces` into runs that one region maps: at most `depth`, and

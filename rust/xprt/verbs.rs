@@ -6,7 +6,7 @@
 //! Receives and Send buffers, and what was negotiated with the peer.
 
 use super::{
-    connect::{ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
+    connect::{requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
     frwr::{self, MrPool, Pending, MAX_DATA_PAGES, MAX_SEGS},
     marshal, settings,
     stats::Stats,
@@ -19,8 +19,8 @@ use crate::{
         private_data::{self, Negotiated},
     },
     rdma::{
-        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, FrwrAttrs,
-        Mr, MrHandler, Piece, QpCaps, QpHandle, WorkBuf,
+        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
+        MrHandler, Piece, QpCaps, QpHandle, WorkBuf,
     },
     sunrpc::{self, Rqst, XdrLayout, Xprt},
 };
@@ -355,13 +355,8 @@ impl Endpoint {
         }
         xprt.reset_cwnd();
         let sent = local.private_data().to_bytes();
-        ep.id.connect(&ConnParam {
-            private_data: &sent,
-            responder_resources,
-            initiator_depth: 0,
-            retry_count: 6,
-            rnr_retry_count: 0,
-        })?;
+        ep.id
+            .connect(&requester_params(&sent, responder_resources))?;
         ep.shared.events.await_event(CmEventKind::Established)?;
         ep.peer_private = ep.shared.events.peer_private();
         let (bytes, len) = &ep.peer_private;
