@@ -3,6 +3,9 @@
 //! Credit accounting (RFC 8166, section 3.3.1), as C's
 //! `rpcrdma_reply_handler` and `rpcrdma_reset_cwnd` do it.
 
+mod common;
+
+use common::Reach;
 use proptest::prelude::*;
 use rpcrdma_proto::proto::credits::*;
 
@@ -86,15 +89,32 @@ fn huge_limits_do_not_overflow() {
     assert_eq!(c.available(0), u32::MAX);
 }
 
-proptest! {
-    #[test]
-    fn grant_always_in_range(max in any::<u32>(), grants in prop::collection::vec(any::<u32>(), 1..32)) {
+#[test]
+fn grant_always_in_range() {
+    let reach = Reach::new("grant_always_in_range");
+    proptest!(|(max in any::<u32>(), grants in prop::collection::vec(any::<u32>(), 1..32))| {
+        reach.case();
         let mut c = Credits::new(max);
+        let (mut as_sent, mut clamped) = (false, false);
         for g in grants {
             let (applied, _) = c.update(g);
             prop_assert!(applied >= 1 && applied <= c.requested());
             prop_assert_eq!(applied, c.granted());
-            if g >= 1 && g <= c.requested() { prop_assert_eq!(applied, g); }
+            if g >= 1 && g <= c.requested() {
+                prop_assert_eq!(applied, g);
+                as_sent = true;
+            } else {
+                clamped = true;
+            }
         }
-    }
+        if as_sent {
+            reach.hit("a grant applied as sent");
+        }
+        if clamped {
+            reach.hit("a grant clamped");
+        }
+    });
+    reach.report();
+    reach.require("a grant applied as sent", 40);
+    reach.require("a grant clamped", 40);
 }

@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
+use proptest::sample::Index;
 use rpcrdma_proto::proto::private_data::*;
 
 const OURS: LocalSettings = LocalSettings {
@@ -194,12 +195,139 @@ fn encode_into_buffer() {
     assert_eq!(pd.encode(&mut [0u8; 7]), None);
 }
 
-proptest! {
-    #[test]
-    fn search_finds_embedded_message(
+/// The first offset at which a whole version 1 message sits
+/// (RFC 8797, section 5.2), by a plain scan independent of [`find`].
+fn reference_find(buf: &[u8]) -> Option<(usize, PrivateData)> {
+    (0..buf.len()).find_map(|off| {
+        let m = buf.get(off..off + 8)?;
+        (m[..4] == [0xf6, 0xab, 0x0e, 0x18] && m[4] == 1).then_some((
+            off,
+            PrivateData {
+                flags: m[5],
+                send_code: m[6],
+                recv_code: m[7],
+            },
+        ))
+    })
+}
+
+/// RFC 8797 sections 4.1, 4.2 and 5.1, worked out directly.
+fn reference_negotiate(ours: &LocalSettings, peer: Option<PrivateData>) -> Negotiated {
+    let size = |code: u8| (u32::from(code) + 1) * 1024;
+    let (peer_send, peer_recv, peer_r) = match peer {
+        Some(pd) => (size(pd.send_code), size(pd.recv_code), pd.flags & 1 == 1),
+        None => (1024, 1024, false),
+    };
+    Negotiated {
+        inline_send: ours.send_size.min(peer_recv),
+        inline_recv: ours.recv_size.min(peer_send),
+        remote_invalidation: ours.remote_invalidation && peer_r,
+        peer,
+    }
+}
+
+/// Checks `find`, `decode` and `negotiate` on `buf` against the reference
+/// scan and returns what was found.
+fn check_buffer(
+    ours: &LocalSettings,
+    buf: &[u8],
+) -> Result<Option<(usize, PrivateData)>, TestCaseError> {
+    let found = find(buf);
+    prop_assert_eq!(found, reference_find(buf));
+    if let Some((off, pd)) = found {
+        prop_assert_eq!(&buf[off..off + LEN], &pd.to_bytes()[..]);
+    }
+    prop_assert_eq!(decode(buf), found.map_or(PrivateData::ABSENT, |(_, pd)| pd));
+    let n = negotiate(ours, Some(buf));
+    prop_assert_eq!(n, reference_negotiate(ours, found.map(|(_, pd)| pd)));
+    // Whatever the peer sent: never above our sizes or 256 KiB, never below
+    // 1 KiB unless we asked for less, R only if we want it.
+    prop_assert!(n.inline_send <= ours.send_size && n.inline_recv <= ours.recv_size);
+    prop_assert!(n.inline_send <= 262144 && n.inline_recv <= 262144);
+    let floor = |x: u32| x.min(1024);
+    prop_assert!(n.inline_send >= floor(ours.send_size) && n.inline_recv >= floor(ours.recv_size));
+    prop_assert!(!n.remote_invalidation || ours.remote_invalidation);
+    Ok(found)
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    /// Flip one of the message's 64 bits.
+    FlipInMessage(u8),
+    /// Flip one bit anywhere in the buffer.
+    FlipAnywhere(Index, u8),
+    /// Cut the buffer anywhere.
+    Truncate(Index),
+    /// Cut the buffer inside the message: it would overrun.
+    CutMessage(usize),
+    /// Another Version.
+    Version(u8),
+    /// A second valid message anywhere: the first one counts.
+    Insert(Index, PrivateData),
+    /// The Format Identifier and a version octet anywhere.
+    Decoy(Index, u8),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    use Mutation::*;
+    let pd = (any::<u8>(), any::<u8>(), any::<u8>()).prop_map(|(flags, s, r)| PrivateData {
+        flags,
+        send_code: s,
+        recv_code: r,
+    });
+    prop_oneof![
+        3 => (0u8..64).prop_map(FlipInMessage),
+        1 => (any::<Index>(), 0u8..8).prop_map(|(i, b)| FlipAnywhere(i, b)),
+        1 => any::<Index>().prop_map(Truncate),
+        1 => (0usize..LEN).prop_map(CutMessage),
+        1 => any::<u8>().prop_map(Version),
+        1 => (any::<Index>(), pd).prop_map(|(i, pd)| Insert(i, pd)),
+        1 => (any::<Index>(), prop_oneof![Just(1u8), any::<u8>()]).prop_map(|(i, v)| Decoy(i, v)),
+    ]
+}
+
+/// Applies `m`; `at` follows the generated message's offset.
+fn apply(m: &Mutation, buf: &mut Vec<u8>, at: &mut usize) {
+    let mut insert = |i: &Index, bytes: &[u8], buf: &mut Vec<u8>| {
+        let pos = i.index(buf.len() + 1);
+        buf.splice(pos..pos, bytes.iter().copied());
+        if pos <= *at {
+            *at += bytes.len();
+        }
+    };
+    match m {
+        Mutation::FlipInMessage(bit) => {
+            if let Some(b) = buf.get_mut(*at + usize::from(bit / 8)) {
+                *b ^= 1 << (bit % 8);
+            }
+        }
+        Mutation::FlipAnywhere(i, bit) => {
+            if !buf.is_empty() {
+                let pos = i.index(buf.len());
+                buf[pos] ^= 1 << bit;
+            }
+        }
+        Mutation::Truncate(i) => buf.truncate(i.index(buf.len() + 1)),
+        Mutation::CutMessage(k) => buf.truncate((*at + k).min(buf.len())),
+        Mutation::Version(v) => {
+            if let Some(b) = buf.get_mut(*at + 4) {
+                *b = *v;
+            }
+        }
+        Mutation::Insert(i, pd) => insert(i, &pd.to_bytes(), buf),
+        Mutation::Decoy(i, v) => insert(i, &[0xf6, 0xab, 0x0e, 0x18, *v], buf),
+    }
+}
+
+#[test]
+fn search_finds_embedded_message() {
+    let reach = Reach::new("search_finds_embedded_message");
+    proptest!(|(
         prefix in prop::collection::vec(any::<u8>(), 0..64),
         suffix in prop::collection::vec(any::<u8>(), 0..64),
-        flags in any::<u8>(), s in any::<u8>(), r in any::<u8>()) {
+        flags in any::<u8>(), s in any::<u8>(), r in any::<u8>(),
+    )| {
+        reach.case();
         let pd = PrivateData { flags, send_code: s, recv_code: r };
         let mut buf = prefix.clone();
         buf.extend_from_slice(&pd.to_bytes());
@@ -210,19 +338,56 @@ proptest! {
         prop_assert!(off <= prefix.len());
         if off == prefix.len() {
             prop_assert_eq!(found, pd);
+            reach.hit("found where it was put");
         }
         prop_assert_eq!(&buf[off..off + LEN], &found.to_bytes()[..]);
-    }
+    });
+    reach.report();
+    reach.require("found where it was put", 50);
+}
 
-    #[test]
-    fn negotiation_bounds(buf in prop::collection::vec(any::<u8>(), 0..64),
-        send in any::<u32>(), recv in any::<u32>(), rinv in any::<bool>()) {
+#[test]
+fn negotiation_from_valid_then_mutated() {
+    let reach = Reach::new("negotiation_from_valid_then_mutated");
+    proptest!(ProptestConfig::with_cases(2000), |(
+        prefix in prop::collection::vec(any::<u8>(), 0..48),
+        suffix in prop::collection::vec(any::<u8>(), 0..48),
+        flags in any::<u8>(), s in any::<u8>(), r in any::<u8>(),
+        send in any::<u32>(), recv in any::<u32>(), rinv in any::<bool>(),
+        mutations in prop::collection::vec(mutation(), 1..3),
+    )| {
+        reach.case();
         let ours = LocalSettings { send_size: send, recv_size: recv, remote_invalidation: rinv };
+        // Valid: the message put after the prefix is found there and the
+        // thresholds come from it.
+        let pd = PrivateData { flags, send_code: s, recv_code: r };
+        let mut buf = prefix.clone();
+        buf.extend_from_slice(&pd.to_bytes());
+        buf.extend_from_slice(&suffix);
+        let found = check_buffer(&ours, &buf)?;
+        if found == Some((prefix.len(), pd)) {
+            reach.hit("valid: found where it was put");
+        }
         let n = negotiate(&ours, Some(&buf));
-        prop_assert!(n.inline_send <= send && n.inline_recv <= recv);
-        prop_assert!(n.inline_send <= 262144 && n.inline_recv <= 262144);
-        let floor = |x: u32| x.min(1024);
-        prop_assert!(n.inline_send >= floor(send) && n.inline_recv >= floor(recv));
-        if n.remote_invalidation { prop_assert!(rinv); }
-    }
+        if n.peer == Some(pd) && n.remote_invalidation {
+            reach.hit("valid: remote invalidation agreed");
+        }
+
+        // Damaged: whatever is found is what the bytes say.
+        let mut at = prefix.len();
+        for m in &mutations {
+            apply(m, &mut buf, &mut at);
+        }
+        match check_buffer(&ours, &buf)? {
+            None => reach.hit("damaged: no message"),
+            Some(hit) if hit == (at, pd) => reach.hit("damaged: generated message found"),
+            Some(_) => reach.hit("damaged: another message found"),
+        }
+    });
+    reach.report();
+    reach.require("valid: found where it was put", 50);
+    reach.require("valid: remote invalidation agreed", 10);
+    reach.require("damaged: no message", 10);
+    reach.require("damaged: generated message found", 5);
+    reach.require("damaged: another message found", 10);
 }

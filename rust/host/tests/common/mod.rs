@@ -3,8 +3,80 @@
 //! Hand-made test vectors, worked out from RFC 8166 section 4 and RFC 8797
 //! section 4, shared by the unit tests, the wire corpus and the fuzz seeds.
 //! Each vector is written one XDR word per line with what the word is.
+//! Also [`Reach`], the coverage counter of the property tests.
 
 #![allow(dead_code)]
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Counts the property-test cases that reached each interesting path, so a
+/// generator that drifts into producing only rejected (or only trivial)
+/// input fails the test instead of letting it pass without testing
+/// anything. Every case calls [`Reach::case`] once, then [`Reach::hit`] for
+/// each path it reached; after the run, [`Reach::require`] checks the
+/// fractions.
+pub struct Reach {
+    test: &'static str,
+    cases: Cell<u64>,
+    paths: RefCell<BTreeMap<&'static str, u64>>,
+}
+
+impl Reach {
+    pub fn new(test: &'static str) -> Self {
+        Self {
+            test,
+            cases: Cell::new(0),
+            paths: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Starts a case.
+    pub fn case(&self) {
+        self.cases.set(self.cases.get() + 1);
+    }
+
+    /// The current case reached `path`.
+    pub fn hit(&self, path: &'static str) {
+        *self.paths.borrow_mut().entry(path).or_default() += 1;
+    }
+
+    pub fn cases(&self) -> u64 {
+        self.cases.get()
+    }
+
+    pub fn hits(&self, path: &str) -> u64 {
+        self.paths.borrow().get(path).copied().unwrap_or(0)
+    }
+
+    /// Fails, printing every counter, unless at least `percent` of the
+    /// cases reached `path`.
+    pub fn require(&self, path: &'static str, percent: u64) {
+        let (cases, hits) = (self.cases(), self.hits(path));
+        assert!(
+            cases > 0 && hits * 100 >= cases * percent,
+            "{}: {hits} of {cases} cases reached {path:?}, want at least {percent}%\n{self}",
+            self.test
+        );
+    }
+
+    /// Prints the counters (shown with `cargo test -- --nocapture`).
+    pub fn report(&self) {
+        eprintln!("{self}");
+    }
+}
+
+impl fmt::Display for Reach {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cases = self.cases().max(1);
+        writeln!(f, "{}: {} cases", self.test, self.cases())?;
+        for (path, hits) in self.paths.borrow().iter() {
+            writeln!(f, "  {:>3}%  {hits:>6}  {path}", hits * 100 / cases)?;
+        }
+        Ok(())
+    }
+}
 
 /// Turns hex words ("12345678", spaces allowed) into bytes.
 pub fn hex(words: &[&str]) -> Vec<u8> {
