@@ -3,6 +3,7 @@
  * C helpers for rpcrdma_rs.ko.  Kept small: each one exists because the
  * thing it wraps is a macro, a static inline or a const ops table.
  */
+#include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/inet.h>
@@ -307,6 +308,64 @@ int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
 	};
 
 	return ib_post_send(qp, &wr, NULL);
+}
+
+struct rpcrdma_rs_drain {
+	struct ib_cqe cqe;
+	struct completion done;
+};
+
+static void rpcrdma_rs_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rpcrdma_rs_drain *d =
+		container_of(wc->wr_cqe, struct rpcrdma_rs_drain, cqe);
+
+	complete(&d->done);
+}
+
+/*
+ * ib_drain_qp(), but telling its caller when a drain could not be posted
+ * (ib_drain_qp() only warns): then completions may still come, and the
+ * caller must not free what they refer to before the QP and its CQs are
+ * gone.  A queue whose device drains it its own way is drained so.
+ */
+int rpcrdma_rs_drain_qp(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rpcrdma_rs_drain sd, rd;
+	struct ib_rdma_wr swr = {
+		.wr = {
+			.wr_cqe = &sd.cqe,
+			.opcode = IB_WR_RDMA_WRITE,
+		},
+	};
+	struct ib_recv_wr rwr = { .wr_cqe = &rd.cqe };
+	int rc;
+
+	rc = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	if (rc)
+		return rc;
+	if (qp->device->ops.drain_sq) {
+		ib_drain_sq(qp);
+	} else {
+		sd.cqe.done = rpcrdma_rs_drain_done;
+		init_completion(&sd.done);
+		rc = ib_post_send(qp, &swr.wr, NULL);
+		if (rc)
+			return rc;
+		wait_for_completion(&sd.done);
+	}
+	if (qp->device->ops.drain_rq) {
+		ib_drain_rq(qp);
+	} else {
+		rd.cqe.done = rpcrdma_rs_drain_done;
+		init_completion(&rd.done);
+		rc = ib_post_recv(qp, &rwr, NULL);
+		if (rc)
+			return rc;
+		wait_for_completion(&rd.done);
+	}
+	return 0;
 }
 
 struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp)

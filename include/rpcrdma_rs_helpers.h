@@ -8,6 +8,21 @@
 
 #include <linux/types.h>
 
+/*
+ * Limits shared by the C glue and the Rust transport (bindgen passes
+ * these to Rust): each is defined here only.
+ */
+/* Slot table entries, and the credits asked of the server (C: max_reqs). */
+#define RPCRDMA_RS_MAX_REQUESTS		128
+/* Backchannel requests the server may have outstanding (C: 32 >> 1). */
+#define RPCRDMA_RS_BC_SLOTS		16
+/* Memory regions per connection. */
+#define RPCRDMA_RS_MRS			256
+/* Most segments in one chunk (C: RPCRDMA_MAX_HDR_SEGS). */
+#define RPCRDMA_RS_MAX_SEGS		16
+/* Most pages of RPC payload (C: RPCRDMA_MAX_DATA_SEGS, less one). */
+#define RPCRDMA_RS_MAX_DATA_PAGES	256
+
 struct dentry;
 struct ib_cq;
 struct ib_device;
@@ -141,6 +156,7 @@ int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
 int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
 			      bool signaled);
 struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp);
+int rpcrdma_rs_drain_qp(struct ib_qp *qp);
 
 /* The transport class (rpcrdma_rs_sunrpc.c). */
 int rpcrdma_rs_xprt_class_register(void);
@@ -151,6 +167,7 @@ void rpcrdma_rs_xprt_reset_cwnd(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_write_space(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_window(struct rpc_xprt *xprt, u32 *cong, u32 *cwnd);
 const struct sockaddr_storage *rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
 						    size_t *len);
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt);
@@ -186,6 +203,7 @@ int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
 int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 			    u32 writelist);
 void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);
+void rpcrdma_rs_unpin(struct rpc_rqst *rqst);
 bool rpcrdma_rs_warn_ratelimit(void);
 int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 			       u32 len);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The sunrpc side of rpcrdma_rs.ko: the "rdma" transport class and its
- * rpc_xprt_ops table, and the glue around struct rpc_xprt that needs its
- * macros, static inlines and locks.  The transport's own work (connection
- * management, marshalling, reply handling) is Rust, in the functions
- * declared in rpcrdma_rs_ops.h.
+ * The sunrpc side of rpcrdma_rs.ko (the C transport.c): the "rdma"
+ * transport class and its rpc_xprt_ops table, and the glue around struct
+ * rpc_xprt that needs its macros, static inlines and locks.  The
+ * transport's own work (connection management, marshalling, reply
+ * handling) is Rust, in the functions declared in rpcrdma_rs_ops.h; the
+ * backchannel is rpcrdma_rs_backchannel.c, the xdr_buf helpers
+ * rpcrdma_rs_xdr.c.
  */
 #include <linux/module.h>
 #include <linux/ratelimit.h>
@@ -21,6 +23,7 @@
 
 #include "rpcrdma_rs_helpers.h"
 #include "rpcrdma_rs_ops.h"
+#include "rpcrdma_rs_sunrpc.h"
 
 /* As the C transport: 60 second timeout, no retries. */
 static const struct rpc_timeout rpcrdma_rs_default_timeout = {
@@ -31,26 +34,6 @@ static const struct rpc_timeout rpcrdma_rs_default_timeout = {
 #define RPCRDMA_RS_BIND_TO		(60U * HZ)
 #define RPCRDMA_RS_INIT_REEST_TO	(5U * HZ)
 #define RPCRDMA_RS_IDLE_DISC_TO		(5U * 60 * HZ)
-#define RPCRDMA_RS_SLOT_TABLE_ENTRIES	128
-
-/**
- * struct rpcrdma_rs_xprt - one transport instance
- * @xprt: what sunrpc sees; first, so the two convert by a cast
- * @connect_worker: runs the Rust connect in process context
- * @timeout: private copy for set_connect_timeout
- * @transport: the Rust transport state (an Arc turned into a pointer)
- */
-struct rpcrdma_rs_xprt {
-	struct rpc_xprt xprt;
-	struct delayed_work connect_worker;
-	struct rpc_timeout timeout;
-	void *transport;
-};
-
-static struct rpcrdma_rs_xprt *rs_xprt(struct rpc_xprt *xprt)
-{
-	return container_of(xprt, struct rpcrdma_rs_xprt, xprt);
-}
 
 static void rpcrdma_rs_format_addresses(struct rpc_xprt *xprt,
 					struct sockaddr *sap)
@@ -134,7 +117,7 @@ static void rpcrdma_rs_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 	queue_delayed_work(system_long_wq, &r->connect_worker, delay);
 }
 
-static void rpcrdma_rs_close(struct rpc_xprt *xprt)
+void rpcrdma_rs_close(struct rpc_xprt *xprt)
 {
 	rpcrdma_rs_op_close(rs_xprt(xprt)->transport);
 	xprt->reestablish_timeout = 0;
@@ -142,7 +125,28 @@ static void rpcrdma_rs_close(struct rpc_xprt *xprt)
 	xprt_disconnect_done(xprt);
 }
 
-static int rpcrdma_rs_bc_send_reply(struct rpc_rqst *rqst);
+/*
+ * Takes a congestion slot for @rqst.  Credits are valid for one connection
+ * only (C: rpcrdma_req_reset): a slot taken before the last reconnect went
+ * when the window was reset, so it is dropped without being counted down.
+ * A request holds a slot only while it was sent on the connection of
+ * rq_connect_cookie (a send that fails gives its slot back), so the cookie
+ * tells which.
+ */
+bool rpcrdma_rs_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	if (rqst->rq_cong && rqst->rq_connect_cookie != xprt->connect_cookie)
+		rqst->rq_cong = 0;
+	return xprt_request_get_cong(xprt, rqst);
+}
+
+/* Gives back the slot of a request that was not sent after all. */
+void rpcrdma_rs_put_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	spin_lock(&xprt->transport_lock);
+	xprt_release_rqst_cong(rqst->rq_task);
+	spin_unlock(&xprt->transport_lock);
+}
 
 static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 {
@@ -154,7 +158,7 @@ static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 		return rpcrdma_rs_bc_send_reply(rqst);
 	if (!xprt_connected(xprt))
 		return -ENOTCONN;
-	if (!xprt_request_get_cong(xprt, rqst))
+	if (!rpcrdma_rs_get_cong(xprt, rqst))
 		return -EBADSLT;
 	/*
 	 * RDMA is reliable: a retransmission on the same connection means a
@@ -164,6 +168,8 @@ static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 	if (rqst->rq_connect_cookie == xprt->connect_cookie)
 		goto drop_connection;
 	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, rqst, false);
+	if (rc)
+		rpcrdma_rs_put_cong(xprt, rqst);
 	if (rc == -ENOTCONN)
 		goto drop_connection;
 	if (rc)
@@ -181,131 +187,19 @@ drop_connection:
 }
 
 /*
- * The NFSv4.1 backchannel (RFC 8167): the server's callbacks arrive as
- * RDMA_MSG Calls on this connection.  Each is copied into a request from
- * xprt->bc_pa_list (made on demand, up to a limit), queued to the
- * callback service, and its reply sent inline by send_request.
+ * Gives back the request's congestion slot, unless it was taken on an
+ * earlier connection: the window reset forgot that one already, and
+ * counting it down again would wrap xprt->cong and stall every sender.
+ * Called with the transport lock held.
  */
-#define RPCRDMA_RS_BC_SLOTS		16
-#define RPCRDMA_RS_BC_MAX_ALLOC		(2 * RPCRDMA_RS_BC_SLOTS)
-
-struct rpcrdma_rs_bc_rqst {
-	struct rpc_rqst rqst;
-	char rcvbuf[PAGE_SIZE];
-	char sndbuf[PAGE_SIZE];
-};
-
-static int rpcrdma_rs_bc_send_reply(struct rpc_rqst *rqst)
+static void rpcrdma_rs_release_rqst(struct rpc_task *task)
 {
-	struct rpc_xprt *xprt = rqst->rq_xprt;
-	int rc;
+	struct rpc_rqst *rqst = task->tk_rqstp;
 
-	if (!xprt_connected(xprt))
-		return -ENOTCONN;
-	if (!xprt_request_get_cong(xprt, rqst))
-		return -EBADSLT;
-	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, rqst, true);
-	if (rc == -ENOTCONN) {
-		rpcrdma_rs_close(xprt);
-		return -ENOTCONN;
-	}
-	return rc;
-}
-
-static int rpcrdma_rs_bc_setup(struct rpc_xprt *xprt, unsigned int reqs)
-{
-	return 0;
-}
-
-static size_t rpcrdma_rs_bc_maxpayload(struct rpc_xprt *xprt)
-{
-	return rpcrdma_rs_op_bc_maxpayload(rs_xprt(xprt)->transport);
-}
-
-static unsigned int rpcrdma_rs_bc_num_slots(struct rpc_xprt *xprt)
-{
-	return RPCRDMA_RS_BC_SLOTS;
-}
-
-static void rpcrdma_rs_bc_free_rqst(struct rpc_rqst *rqst)
-{
-	struct rpc_xprt *xprt = rqst->rq_xprt;
-
-	spin_lock(&xprt->bc_pa_lock);
-	list_add_tail(&rqst->rq_bc_pa_list, &xprt->bc_pa_list);
-	spin_unlock(&xprt->bc_pa_lock);
-	xprt_put(xprt);
-}
-
-static void rpcrdma_rs_bc_destroy(struct rpc_xprt *xprt, unsigned int reqs)
-{
-	struct rpc_rqst *rqst, *tmp;
-	LIST_HEAD(doomed);
-
-	spin_lock(&xprt->bc_pa_lock);
-	list_splice_init(&xprt->bc_pa_list, &doomed);
-	spin_unlock(&xprt->bc_pa_lock);
-	list_for_each_entry_safe(rqst, tmp, &doomed, rq_bc_pa_list) {
-		list_del(&rqst->rq_bc_pa_list);
-		xprt->bc_alloc_count--;
-		kfree(container_of(rqst, struct rpcrdma_rs_bc_rqst, rqst));
-	}
-}
-
-/*
- * Queues a backchannel Call (@data, @len bytes, starting at the RPC
- * header) to the callback service.  -ENOPROTOOPT: no callback service,
- * so not a Call for us; -ENOBUFS: the server sent more than it may.
- */
-int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
-			       u32 len)
-{
-	struct svc_serv *bc_serv = xprt->bc_serv;
-	struct rpcrdma_rs_bc_rqst *b;
-	struct rpc_rqst *rqst;
-	struct xdr_buf *buf;
-
-	if (!bc_serv)
-		return -ENOPROTOOPT;
-	if (len > PAGE_SIZE || len < 4)
-		return -EMSGSIZE;
-
-	spin_lock(&xprt->bc_pa_lock);
-	rqst = list_first_entry_or_null(&xprt->bc_pa_list, struct rpc_rqst,
-					rq_bc_pa_list);
-	if (rqst)
-		list_del(&rqst->rq_bc_pa_list);
-	spin_unlock(&xprt->bc_pa_lock);
-	if (rqst) {
-		b = container_of(rqst, struct rpcrdma_rs_bc_rqst, rqst);
-	} else {
-		if (xprt->bc_alloc_count >= RPCRDMA_RS_BC_MAX_ALLOC)
-			return -ENOBUFS;
-		b = kzalloc(sizeof(*b), GFP_NOWAIT | __GFP_NOWARN);
-		if (!b)
-			return -ENOBUFS;
-		xprt->bc_alloc_count++;
-		rqst = &b->rqst;
-		rqst->rq_xprt = xprt;
-		INIT_LIST_HEAD(&rqst->rq_bc_pa_list);
-		__set_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
-	}
-
-	memcpy(b->rcvbuf, data, len);
-	xdr_buf_init(&rqst->rq_snd_buf, b->sndbuf, PAGE_SIZE);
-	rqst->rq_reply_bytes_recvd = 0;
-	rqst->rq_xid = *(const __be32 *)data;
-	rqst->rq_private_buf.len = len;
-	buf = &rqst->rq_rcv_buf;
-	memset(buf, 0, sizeof(*buf));
-	buf->head[0].iov_base = b->rcvbuf;
-	buf->head[0].iov_len = len;
-	buf->len = len;
-
-	xprt_get(xprt);
-	lwq_enqueue(&rqst->rq_bc_list, &bc_serv->sv_cb_list);
-	svc_pool_wake_idle_thread(&bc_serv->sv_pools[0]);
-	return 0;
+	if (rqst->rq_cong &&
+	    rqst->rq_connect_cookie != rqst->rq_xprt->connect_cookie)
+		rqst->rq_cong = 0;
+	xprt_release_rqst_cong(task);
 }
 
 /* No RPC's memory is freed while the server can still reach it. */
@@ -436,7 +330,7 @@ static const struct rpc_xprt_ops rpcrdma_rs_procs = {
 	.release_xprt		= xprt_release_xprt_cong,
 	.alloc_slot		= xprt_alloc_slot,
 	.free_slot		= xprt_free_slot,
-	.release_request	= xprt_release_rqst_cong,
+	.release_request	= rpcrdma_rs_release_rqst,
 	.wait_for_reply_request	= xprt_wait_for_reply_request_def,
 	.timer			= rpcrdma_rs_timer,
 	.rpcbind		= rpcb_getport_async,
@@ -474,7 +368,7 @@ static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 		return ERR_PTR(-EIO);
 
 	xprt = xprt_alloc(args->net, sizeof(*r), 2,
-			  RPCRDMA_RS_SLOT_TABLE_ENTRIES);
+			  RPCRDMA_RS_MAX_REQUESTS);
 	if (!xprt) {
 		module_put(THIS_MODULE);
 		return ERR_PTR(-ENOMEM);
@@ -543,6 +437,12 @@ void rpcrdma_rs_xprt_set_cwnd(struct rpc_xprt *xprt, u32 credits)
 	spin_unlock(&xprt->transport_lock);
 }
 
+/*
+ * A new connection starts with one credit and no slot taken: slots of
+ * requests sent on earlier connections are forgotten here, and dropped
+ * without being counted down when their request is sent again or released
+ * (rpcrdma_rs_send_request, rpcrdma_rs_release_rqst).
+ */
 void rpcrdma_rs_xprt_reset_cwnd(struct rpc_xprt *xprt)
 {
 	spin_lock(&xprt->transport_lock);
@@ -559,6 +459,15 @@ void rpcrdma_rs_xprt_write_space(struct rpc_xprt *xprt)
 void rpcrdma_rs_xprt_wait_for_buffer_space(struct rpc_xprt *xprt)
 {
 	xprt_wait_for_buffer_space(xprt);
+}
+
+/* The congestion window and the slots taken, in requests, for reports. */
+void rpcrdma_rs_xprt_window(struct rpc_xprt *xprt, u32 *cong, u32 *cwnd)
+{
+	spin_lock(&xprt->transport_lock);
+	*cong = xprt->cong >> RPC_CWNDSHIFT;
+	*cwnd = xprt->cwnd >> RPC_CWNDSHIFT;
+	spin_unlock(&xprt->transport_lock);
 }
 
 void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt)
@@ -591,178 +500,4 @@ static DEFINE_RATELIMIT_STATE(rpcrdma_rs_warn_rs, 5 * HZ, 10);
 bool rpcrdma_rs_warn_ratelimit(void)
 {
 	return __ratelimit(&rpcrdma_rs_warn_rs);
-}
-
-u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst)
-{
-	return be32_to_cpu(rqst->rq_xid);
-}
-
-u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_snd_buf.len;
-}
-
-int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,
-			      void *buf, u32 len)
-{
-	return read_bytes_from_xdr_buf(&rqst->rq_snd_buf, offset, buf, len);
-}
-
-void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
-			      u32 *page_len)
-{
-	*buflen = rqst->rq_rcv_buf.buflen;
-	*page_len = rqst->rq_rcv_buf.page_len;
-}
-
-struct rpc_rqst *rpcrdma_rs_lookup_pin(struct rpc_xprt *xprt, u32 xid)
-{
-	struct rpc_rqst *rqst;
-
-	spin_lock(&xprt->queue_lock);
-	rqst = xprt_lookup_rqst(xprt, cpu_to_be32(xid));
-	if (rqst)
-		xprt_pin_rqst(rqst);
-	spin_unlock(&xprt->queue_lock);
-	return rqst;
-}
-
-static int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf)
-{
-	unsigned int i, npages;
-
-	if (!(buf->flags & XDRBUF_SPARSE_PAGES) || !buf->page_len)
-		return 0;
-	npages = (buf->page_base + buf->page_len + PAGE_SIZE - 1) >> PAGE_SHIFT;
-	for (i = buf->page_base >> PAGE_SHIFT; i < npages; i++) {
-		if (buf->pages[i])
-			continue;
-		buf->pages[i] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
-		if (!buf->pages[i])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/*
- * Describes the Call's send buffer (@reply false) or the Reply's receive
- * buffer (@reply true) for chunk planning and registration.  Sparse
- * receive pages are allocated first: they are about to be registered.
- */
-int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
-			   struct rpcrdma_rs_xdr_layout *out)
-{
-	struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
-	int rc = 0;
-
-	if (reply)
-		rc = rpcrdma_rs_alloc_sparse_pages(buf);
-	out->head = buf->head[0].iov_base;
-	out->head_len = buf->head[0].iov_len;
-	out->pages = buf->pages;
-	out->page_base = buf->page_base;
-	out->page_len = buf->page_len;
-	out->tail = buf->tail[0].iov_base;
-	out->tail_len = buf->tail[0].iov_len;
-	out->buflen = buf->buflen;
-	out->len = buf->len;
-	out->ddp = reply ? !!(buf->flags & XDRBUF_READ) :
-			   !!(buf->flags & XDRBUF_WRITE);
-	/* Security flavors that checksum or encrypt the payload forbid DDP. */
-	out->ddp_allowed = !(rqst->rq_cred &&
-			     rqst->rq_cred->cr_auth->au_flags &
-			     RPCAUTH_AUTH_DATATOUCH);
-	return rc;
-}
-
-static void rpcrdma_rs_copy_to_pages(struct page **pages, unsigned int base,
-				     const char *src, unsigned int len)
-{
-	while (len) {
-		struct page *page = pages[base >> PAGE_SHIFT];
-		unsigned int off = offset_in_page(base);
-		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
-
-		memcpy_to_page(page, off, src, n);
-		src += n;
-		base += n;
-		len -= n;
-	}
-}
-
-/*
- * Copies the inline part of an RPC Reply (@len bytes at @data) into the
- * request's receive buffer, as the C transport's rpcrdma_inline_fixup
- * places it: the head first, then the pages, then the tail.  @writelist
- * bytes of the Reply were placed in the pages by RDMA Write; a head left
- * partly empty by such a reduced Reply is trimmed so that the decoder
- * does not move the placed data.  Returns the bytes copied into pages.
- */
-int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
-			    u32 writelist)
-{
-	struct xdr_buf *rcv = &rqst->rq_rcv_buf;
-	struct xdr_buf *priv = &rqst->rq_private_buf;
-	const char *src = data;
-	unsigned int copy_len = len, curlen, delta, fixup = 0;
-	unsigned int pad = writelist & 3;
-	int rc;
-
-	rc = rpcrdma_rs_alloc_sparse_pages(priv);
-	if (rc)
-		return rc;
-
-	curlen = rcv->head[0].iov_len;
-	if (curlen > copy_len) {
-		if (writelist) {
-			delta = curlen - copy_len;
-			rcv->head[0].iov_len = copy_len;
-			priv->head[0].iov_len = copy_len;
-			rcv->buflen -= delta;
-			priv->buflen -= delta;
-		}
-		curlen = copy_len;
-	}
-	memcpy(rcv->head[0].iov_base, src, curlen);
-	src += curlen;
-	copy_len -= curlen;
-
-	if (copy_len && rcv->page_len) {
-		unsigned int n = min(copy_len, rcv->page_len);
-
-		rpcrdma_rs_copy_to_pages(rcv->pages, rcv->page_base, src, n);
-		src += n;
-		copy_len -= n;
-		fixup = n;
-		/* The Write chunk's XDR pad sits at the front of the tail. */
-		if (pad) {
-			src -= pad;
-			copy_len += pad;
-		}
-	}
-	if (copy_len) {
-		if (copy_len > rcv->tail[0].iov_len)
-			return -EMSGSIZE;
-		memmove(rcv->tail[0].iov_base, src, copy_len);
-	}
-	return fixup;
-}
-
-/*
- * Completes a pinned request with @result bytes received, or fails it with
- * @result as a negative errno (as the C transport does for a bad reply).
- */
-void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result)
-{
-	struct rpc_xprt *xprt = rqst->rq_xprt;
-
-	spin_lock(&xprt->queue_lock);
-	if (result < 0) {
-		rqst->rq_task->tk_status = result;
-		result = 0;
-	}
-	xprt_complete_rqst(rqst->rq_task, result);
-	xprt_unpin_rqst(rqst);
-	spin_unlock(&xprt->queue_lock);
 }

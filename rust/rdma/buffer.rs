@@ -5,7 +5,7 @@
 
 use super::{CmHandler, CmId};
 use crate::{bindings, errno};
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{alloc::KVec, error::to_result, prelude::*, sync::Arc, types::Opaque};
 
 /// What the RDMA core reports about one completed work request.
@@ -35,10 +35,72 @@ impl Completion {
 /// Receives the completions of a [`WorkBuf`]'s work requests. Called from
 /// the CQ's workqueue, in process context.
 pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
-    /// The work request of `buf` completed; for a Receive, `data` is what
-    /// arrived (`buf`'s own memory).
-    fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]);
+    /// The Send of `buf` completed, or was flushed.
+    fn sent(&self, buf: &WorkBuf<'_, Self>, completion: &Completion);
+    /// A Receive completed, or was flushed. On success `rep` lends what
+    /// arrived until it is reposted or held.
+    fn received(&self, rep: Received<'_, Self>, completion: &Completion);
 }
+
+/// A completed Receive buffer that is not posted again yet: the one way to
+/// read what arrived. Reposting consumes it, so no borrow of the bytes can
+/// outlive the moment the device may write them again.
+///
+/// # Invariants
+///
+/// `buf` is not posted; its first `len` bytes were written by the device
+/// and synced for the CPU.
+pub(crate) struct Received<'a, H: CompletionHandler> {
+    buf: &'a WorkBuf<'a, H>,
+    len: usize,
+}
+
+impl<'a, H: CompletionHandler> Received<'a, H> {
+    /// What arrived.
+    pub(crate) fn data(&self) -> &[u8] {
+        // SAFETY: Not posted, so the device does not write the bytes while
+        // the borrow lives (type invariant); `len` is within the buffer.
+        unsafe { core::slice::from_raw_parts(self.buf.data.as_ptr(), self.len) }
+    }
+
+    /// The buffer itself, giving up the bytes: for reposting.
+    pub(crate) fn into_buf(self) -> &'a WorkBuf<'a, H> {
+        self.buf
+    }
+
+    /// The buffer itself.
+    pub(crate) fn buf(&self) -> &'a WorkBuf<'a, H> {
+        self.buf
+    }
+
+    /// Keeps the buffer aside without a borrow, e.g. until the memory of
+    /// the RPC it answers is invalidated; [`WorkBuf::reclaim`] gives it back.
+    pub(crate) fn hold(self) -> HeldRecv {
+        HeldRecv {
+            buf: core::ptr::from_ref(self.buf).cast(),
+            len: self.len,
+            tag: self.buf.tag,
+        }
+    }
+}
+
+/// A completed Receive buffer kept aside, not posted: see
+/// [`Received::hold`]. Not `Clone`: one holder at a time.
+pub(crate) struct HeldRecv {
+    buf: *const core::ffi::c_void,
+    len: usize,
+    tag: u32,
+}
+
+impl HeldRecv {
+    /// The tag of the buffer.
+    pub(crate) fn tag(&self) -> u32 {
+        self.tag
+    }
+}
+
+// SAFETY: Only an address to compare with, a length and a tag.
+unsafe impl Send for HeldRecv {}
 
 /// A kernel buffer mapped for DMA by a connection's device, posted as a
 /// whole. It borrows the connection (`'id`), so it is unmapped before the
@@ -47,15 +109,20 @@ pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
 /// # Invariants
 ///
 /// `cqe` is the first field (`#[repr(C)]`) and its `done` is
-/// [`done_callback::<H>`]. While `mapped`, `addr` is the mapping of `data`'s
-/// heap memory, which never moves or grows, for `device`, which the
-/// borrowed connection keeps allocated.
+/// [`done_callback::<H>`]. `data` owns `len` initialised bytes of a
+/// `capacity`-byte `KVec` allocation, freed by `drop`. While `mapped`,
+/// `addr` is the mapping of those bytes for `device`, which the borrowed
+/// connection keeps allocated.
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct WorkBuf<'id, H: CompletionHandler> {
     #[pin]
     cqe: Opaque<bindings::ib_cqe>,
-    data: KVec<u8>,
+    /// The bytes, from `KVec::into_raw_parts`: reached only through raw
+    /// pointers, since the device writes them while the buffer is posted.
+    data: NonNull<u8>,
+    len: usize,
+    capacity: usize,
     addr: u64,
     mapped: bool,
     device: *mut bindings::ib_device,
@@ -66,12 +133,12 @@ pub(crate) struct WorkBuf<'id, H: CompletionHandler> {
     _connection: PhantomData<&'id ()>,
 }
 
-// SAFETY: The raw pointers are a device and a DMA address, usable from any
-// thread; the data is only touched by the owner or the completion handler,
-// never at once (a buffer is either posted or not).
+// SAFETY: The raw pointers are a device and an owned allocation, usable
+// from any thread.
 unsafe impl<H: CompletionHandler> Send for WorkBuf<'_, H> {}
-// SAFETY: Shared access reads the data only in a completion, when the
-// device has finished with it and the owner does not write it.
+// SAFETY: A shared reference never reads or writes the bytes: that takes a
+// `Received` (one per completed Receive, not posted) or `&mut` (`fill_with`,
+// for a Send buffer the owner has not posted).
 unsafe impl<H: CompletionHandler> Sync for WorkBuf<'_, H> {}
 
 impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
@@ -102,8 +169,10 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
     ) -> Result<Pin<KBox<Self>>> {
         let device = id.device().ok_or(EINVAL)?;
         let lkey = id.local_dma_lkey()?;
-        let data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        let mut buf = KBox::pin_init(
+        let (data, len, capacity) = KVec::from_elem(0u8, len, GFP_KERNEL)?.into_raw_parts();
+        // A `KVec` pointer is never NULL, even when empty.
+        let data = NonNull::new(data).ok_or(ENOMEM)?;
+        let buf = KBox::pin_init(
             pin_init!(Self {
                 cqe <- Opaque::ffi_init(|slot: *mut bindings::ib_cqe| {
                     // SAFETY: `slot` is valid for writes while initialised.
@@ -114,6 +183,8 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
                     };
                 }),
                 data,
+                len,
+                capacity,
                 addr: 0,
                 mapped: false,
                 device: device.as_raw(),
@@ -124,7 +195,15 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
                 _connection: PhantomData,
             }),
             GFP_KERNEL,
-        )?;
+        );
+        let mut buf = match buf {
+            Ok(buf) => buf,
+            Err(e) => {
+                // SAFETY: From `into_raw_parts` above; no buffer owns it.
+                drop(unsafe { KVec::from_raw_parts(data.as_ptr(), len, capacity) });
+                return Err(e);
+            }
+        };
         // SAFETY: Plain fields are written, nothing moves out of the pin.
         let this = unsafe { buf.as_mut().get_unchecked_mut() };
         let mut addr = 0u64;
@@ -133,8 +212,8 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
         to_result(unsafe {
             bindings::rpcrdma_rs_dma_map(
                 this.device,
-                this.data.as_mut_ptr().cast(),
-                this.data.len(),
+                this.data.as_ptr().cast(),
+                this.len,
                 to_device,
                 &mut addr,
             )
@@ -145,35 +224,23 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
         Ok(buf)
     }
 
-    /// Copies `bytes` to the start of a Send buffer and hands it back to
-    /// the device. Only while the buffer is not posted.
-    pub(crate) fn fill(self: Pin<&mut Self>, bytes: &[u8]) -> Result {
-        // SAFETY: Plain fields are written, nothing moves out of the pin.
-        let this = unsafe { self.get_unchecked_mut() };
-        let dst = this.data.get_mut(..bytes.len()).ok_or(errno::emsgsize())?;
-        dst.copy_from_slice(bytes);
-        // SAFETY: Mapped by `new` (type invariant).
-        unsafe {
-            bindings::rpcrdma_rs_dma_sync_for_device(
-                this.device,
-                this.addr,
-                bytes.len(),
-                this.to_device,
-            )
-        };
-        Ok(())
-    }
-
     /// Lets `write` fill a Send buffer in place, then hands the `len` bytes
-    /// it reports to the device. Only while the buffer is not posted.
-    pub(crate) fn fill_with(
+    /// it reports to the device.
+    ///
+    /// # Safety
+    ///
+    /// The buffer must not be posted: the device must not be reading it.
+    pub(crate) unsafe fn fill_with(
         self: Pin<&mut Self>,
         write: impl FnOnce(&mut [u8]) -> Result<usize>,
     ) -> Result<usize> {
         // SAFETY: Plain fields are written, nothing moves out of the pin.
         let this = unsafe { self.get_unchecked_mut() };
-        let len = write(&mut this.data)?;
-        if len > this.data.len() {
+        // SAFETY: Not posted (the function's contract) and `&mut self`, so
+        // nothing else reads or writes the bytes.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(this.data.as_ptr(), this.len) };
+        let len = write(bytes)?;
+        if len > this.len {
             return Err(errno::emsgsize());
         }
         // SAFETY: Mapped by `new_unbound` (type invariant).
@@ -188,9 +255,27 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
         self.tag
     }
 
+    /// Takes back a buffer [`Received::hold`] kept aside; `held` is handed
+    /// back if it is another buffer's.
+    pub(crate) fn reclaim(
+        &self,
+        held: HeldRecv,
+    ) -> core::result::Result<Received<'_, H>, HeldRecv> {
+        if !core::ptr::eq(held.buf, core::ptr::from_ref(self).cast()) {
+            return Err(held);
+        }
+        // INVARIANT: `held` came from a `Received` of this buffer, which is
+        // not posted since (posting takes the `Received`, and `held` is not
+        // `Clone`).
+        Ok(Received {
+            buf: self,
+            len: held.len,
+        })
+    }
+
     /// The DMA address, length and local key to post.
     pub(crate) fn sge(&self) -> (u64, u32, u32) {
-        let len = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
+        let len = u32::try_from(self.len).unwrap_or(u32::MAX);
         (self.addr, len, self.lkey)
     }
 
@@ -208,14 +293,12 @@ impl<H: CompletionHandler> PinnedDrop for WorkBuf<'_, H> {
             // holds (type invariant), and no longer posted: the contract of
             // posting is a drain before the buffer goes.
             unsafe {
-                bindings::rpcrdma_rs_dma_unmap(
-                    self.device,
-                    self.addr,
-                    self.data.len(),
-                    self.to_device,
-                )
+                bindings::rpcrdma_rs_dma_unmap(self.device, self.addr, self.len, self.to_device)
             };
         }
+        // SAFETY: From `into_raw_parts` in `new_unbound` (type invariant),
+        // freed only here.
+        drop(unsafe { KVec::from_raw_parts(self.data.as_ptr(), self.len, self.capacity) });
     }
 }
 
@@ -248,14 +331,19 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
         byte_len: wc.byte_len,
         invalidated_rkey: invalidated.then_some(rkey),
     };
-    let mut data: &[u8] = &[];
-    if !buf.to_device && completion.is_success() {
-        let len = usize::try_from(completion.byte_len)
+    if buf.to_device {
+        buf.handler.sent(buf, &completion);
+        return;
+    }
+    let mut len = 0;
+    if completion.is_success() {
+        len = usize::try_from(completion.byte_len)
             .unwrap_or(usize::MAX)
-            .min(buf.data.len());
+            .min(buf.len);
         // SAFETY: Mapped (type invariant); the device is done with it.
         unsafe { bindings::rpcrdma_rs_dma_sync_for_cpu(buf.device, buf.addr, len, false) };
-        data = buf.data.get(..len).unwrap_or(&[]);
     }
-    buf.handler.complete(buf, &completion, data);
+    // INVARIANT: the Receive completed, so the buffer is not posted; the
+    // device wrote `len` bytes (none if it failed or was flushed).
+    buf.handler.received(Received { buf, len }, &completion);
 }

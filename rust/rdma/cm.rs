@@ -3,10 +3,11 @@
 //! RDMA connection manager identifiers (`struct rdma_cm_id`), and the
 //! protection domain and completion queues a connection's QP needs.
 
-use super::buffer::{CompletionHandler, WorkBuf};
+use super::buffer::{CompletionHandler, Received, WorkBuf};
 use super::Device;
 use crate::{bindings, errno};
 use core::{
+    cell::Cell,
     marker::PhantomData,
     ptr::NonNull,
     sync::atomic::{AtomicBool, Ordering},
@@ -254,9 +255,11 @@ pub(crate) struct QpCaps {
 /// What a QP uses, kept until the QP is destroyed: field order is the
 /// order of release after `rdma_destroy_qp`.
 struct QpResources {
-    _send_cq: Cq,
-    _recv_cq: Cq,
-    _pd: Pd,
+    /// The QP exists: not destroyed early by [`CmId::quiesce`].
+    qp_alive: Cell<bool>,
+    /// The send and receive CQs, freed early with the QP.
+    cqs: Cell<Option<(Cq, Cq)>>,
+    pd: Pd,
 }
 
 /// Connection parameters for [`CmId::connect`].
@@ -396,9 +399,9 @@ impl<H: CmHandler> CmId<H> {
             bindings::rdma_create_qp(self.raw.as_ptr(), pd.raw.as_ptr().cast(), &mut attr)
         })?;
         self.qp = Some(QpResources {
-            _send_cq: send_cq,
-            _recv_cq: recv_cq,
-            _pd: pd,
+            qp_alive: Cell::new(true),
+            cqs: Cell::new(Some((send_cq, recv_cq))),
+            pd,
         });
         Ok(())
     }
@@ -406,14 +409,14 @@ impl<H: CmHandler> CmId<H> {
     /// The QP's protection domain, for memory regions. Valid while the
     /// identifier has its QP.
     pub(super) fn raw_pd(&self) -> Result<*mut bindings::ib_pd> {
-        self.qp.as_ref().map(|qp| qp._pd.raw.as_ptr()).ok_or(EINVAL)
+        self.qp.as_ref().map(|qp| qp.pd.raw.as_ptr()).ok_or(EINVAL)
     }
 
     /// The local DMA key of the QP's protection domain.
     pub(crate) fn local_dma_lkey(&self) -> Result<u32> {
         self.qp
             .as_ref()
-            .map(|qp| qp._pd.local_dma_lkey())
+            .map(|qp| qp.pd.local_dma_lkey())
             .ok_or(EINVAL)
     }
 
@@ -434,10 +437,10 @@ impl<H: CmHandler> CmId<H> {
     }
 
     fn raw_qp(&self) -> Result<*mut bindings::ib_qp> {
-        if self.qp.is_none() {
+        if !self.qp.as_ref().is_some_and(|qp| qp.qp_alive.get()) {
             return Err(EINVAL);
         }
-        // SAFETY: `raw` is live; its QP exists while `self.qp` is set.
+        // SAFETY: `raw` is live; its QP exists while `qp_alive` is set.
         Ok(unsafe { (*self.raw.as_ptr()).qp }.cast())
     }
 
@@ -454,7 +457,7 @@ impl<H: CmHandler> CmId<H> {
     /// # Safety
     ///
     /// `buf` must not be posted already, and must stay alive until its
-    /// completion is delivered: calling [`CmId::drain`] before dropping the
+    /// completion is delivered: calling [`CmId::quiesce`] before dropping the
     /// buffer guarantees that.
     pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, buf: &WorkBuf<'_, C>) -> Result {
         let qp = self.raw_qp()?;
@@ -485,15 +488,40 @@ impl<H: CmHandler> CmId<H> {
         to_result(unsafe { bindings::rpcrdma_rs_post_send(qp, buf.cqe(), addr, len, lkey) })
     }
 
-    /// Waits until every posted work request has completed, flushing what
-    /// is still queued: afterwards no completion refers to any buffer.
-    pub(crate) fn drain(&self) {
-        if let Ok(qp) = self.raw_qp() {
-            if self.posted.swap(false, Ordering::AcqRel) {
-                // SAFETY: The QP is live and its CQs are not polled directly.
-                unsafe { bindings::ib_drain_qp(qp) };
+    /// Stops the QP for good: moves it to the error state and waits until
+    /// every posted work request has completed or been flushed. If the
+    /// drain cannot be posted, destroys the QP and frees its CQs instead
+    /// (completions still queued are then discarded), and says so with
+    /// the error. Either way, afterwards the peer reaches nothing through
+    /// the QP, the device touches no buffer, and no completion handler
+    /// runs for it again: what the work requests referred to may be freed.
+    ///
+    /// Each queue needs room for one more work request than the caller
+    /// ever posts (the drain's own), and the caller must have stopped
+    /// posting.
+    pub(crate) fn quiesce(&self) -> Result {
+        let Ok(qp) = self.raw_qp() else {
+            return Ok(());
+        };
+        if !self.posted.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // SAFETY: The QP is live, its CQs are polled from a workqueue, and
+        // the caller has stopped posting (no drain is guaranteed otherwise).
+        let drained = to_result(unsafe { bindings::rpcrdma_rs_drain_qp(qp) });
+        if drained.is_err() {
+            // SAFETY: The QP exists (`raw_qp` succeeded); nothing posts to
+            // it any more. The device stops all access on return.
+            unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
+            if let Some(res) = self.qp.as_ref() {
+                res.qp_alive.set(false);
+                // `ib_free_cq` waits for a handler in progress, and no
+                // completion is delivered afterwards.
+                drop(res.cqs.take());
             }
         }
+        self.posted.store(false, Ordering::Release);
+        drained
     }
 
     /// Starts an orderly disconnect; the handler is told `Disconnected`.
@@ -516,25 +544,31 @@ unsafe impl Send for QpHandle {}
 unsafe impl Sync for QpHandle {}
 
 impl QpHandle {
-    /// Posts `buf` as one Receive.
+    /// Posts a completed Receive buffer again.
     ///
     /// # Safety
     ///
     /// The QP must not have been destroyed (its [`CmId`] is alive and has
-    /// not been drained since the handle was taken), and `buf` must be as
-    /// [`CmId::post_recv`] requires.
-    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, buf: &WorkBuf<'_, C>) -> Result {
+    /// not been drained since the handle was taken), and the buffer must
+    /// stay alive until its completion is delivered.
+    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, rep: Received<'_, C>) -> Result {
+        // The borrow of the bytes ends here, before the device may write.
+        let buf = rep.into_buf();
         let (addr, len, lkey) = buf.sge();
         // SAFETY: The QP is live and the buffer outlives the request, by
-        // the function's contract.
+        // the function's contract; it was not posted (it was `Received`).
         to_result(unsafe { bindings::rpcrdma_rs_post_recv(self.qp, buf.cqe(), addr, len, lkey) })
     }
 }
 
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
-        if self.qp.is_some() {
-            self.drain();
+        if self.raw_qp().is_ok() {
+            // Whatever posted was freed already (the owner quiesced);
+            // otherwise this is the last chance.
+            let _ = self.quiesce();
+        }
+        if self.raw_qp().is_ok() {
             // SAFETY: The identifier has a QP (type invariant).
             unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
         }

@@ -11,7 +11,7 @@ pub(crate) mod cm;
 pub(crate) mod device;
 pub(crate) mod mr;
 
-pub(crate) use buffer::{Completion, CompletionHandler, WorkBuf};
+pub(crate) use buffer::{Completion, CompletionHandler, HeldRecv, Received, WorkBuf};
 pub(crate) use client::{Client, Registration};
 pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, QpCaps, QpHandle, SockAddr};
 pub(crate) use device::Device;

@@ -6,7 +6,7 @@
 
 use super::{buffer::Completion, cm::QpHandle, CmHandler, CmId};
 use crate::{bindings, proto::header::Segment};
-use core::{mem::offset_of, ptr::NonNull};
+use core::ptr::NonNull;
 use kernel::{error::to_result, prelude::*, sync::Arc, types::Opaque};
 
 /// What a device offers for FRWR.
@@ -229,11 +229,10 @@ unsafe extern "C" fn reg_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     let wc = unsafe { &*wc };
     // SAFETY: Posted with `reg_cqe` in `wr_cqe`.
     let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
-    // CAST: `reg_cqe` is at offset 0 of the `#[repr(C)]` `Mr<H>`.
-    let mr = cqe
-        .cast::<u8>()
-        .wrapping_sub(offset_of!(Mr<H>, reg_cqe))
-        .cast::<Mr<H>>();
+    // SAFETY: `cqe` points to the `reg_cqe` field of a live `Mr<H>` (the
+    // function's contract), so the containing object is in bounds.
+    let mr =
+        unsafe { kernel::container_of!(cqe.cast::<Opaque<bindings::ib_cqe>>(), Mr<H>, reg_cqe) };
     // SAFETY: By the function's contract the region is alive.
     let mr = unsafe { &*mr };
     mr.handler.reg_failed(mr, &completion_of(wc));
@@ -249,11 +248,10 @@ unsafe extern "C" fn inv_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     let wc = unsafe { &*wc };
     // SAFETY: Posted with `inv_cqe` in `wr_cqe`.
     let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
-    // CAST: `inv_cqe` is a field of the `#[repr(C)]` `Mr<H>`.
-    let mr = cqe
-        .cast::<u8>()
-        .wrapping_sub(offset_of!(Mr<H>, inv_cqe))
-        .cast::<Mr<H>>();
+    // SAFETY: `cqe` points to the `inv_cqe` field of a live `Mr<H>` (the
+    // function's contract), so the containing object is in bounds.
+    let mr =
+        unsafe { kernel::container_of!(cqe.cast::<Opaque<bindings::ib_cqe>>(), Mr<H>, inv_cqe) };
     // SAFETY: By the function's contract the region is alive.
     let mr = unsafe { &*mr };
     mr.handler.invalidated(mr, &completion_of(wc));

@@ -9,6 +9,17 @@ use crate::{bindings, rdma::SockAddr};
 use core::{mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
 
+/// Slot table entries, and the credits asked of the server.
+pub(crate) const MAX_REQUESTS: u32 = bindings::RPCRDMA_RS_MAX_REQUESTS;
+/// Backchannel requests the server may have outstanding.
+pub(crate) const BC_SLOTS: u32 = bindings::RPCRDMA_RS_BC_SLOTS;
+/// Memory regions per connection.
+pub(crate) const MRS: u32 = bindings::RPCRDMA_RS_MRS;
+/// Most segments in one chunk.
+pub(crate) const MAX_SEGS: u32 = bindings::RPCRDMA_RS_MAX_SEGS;
+/// Most pages of RPC payload.
+pub(crate) const MAX_DATA_PAGES: u32 = bindings::RPCRDMA_RS_MAX_DATA_PAGES;
+
 /// The `rdma` transport class, registered with sunrpc while this exists.
 pub(crate) struct ClassRegistration(());
 
@@ -97,6 +108,14 @@ impl Xprt {
     pub(crate) fn reply_arrived(&self) {
         // SAFETY: `raw` is live (type invariant).
         unsafe { bindings::rpcrdma_rs_xprt_reply_arrived(self.as_ptr()) }
+    }
+
+    /// Requests holding a congestion slot, and the window, in requests.
+    pub(crate) fn window(&self) -> (u32, u32) {
+        let (mut cong, mut cwnd) = (0, 0);
+        // SAFETY: `raw` is live (type invariant); both are writable.
+        unsafe { bindings::rpcrdma_rs_xprt_window(self.as_ptr(), &mut cong, &mut cwnd) };
+        (cong, cwnd)
     }
 
     /// The server's address.
@@ -232,8 +251,10 @@ impl XdrLayout<'_> {
     }
 }
 
-/// A request found by its XID and pinned: completing it (or dropping it,
-/// which fails it with `EIO`) unpins it.
+/// A request found by its XID and pinned: completing it unpins it.
+/// Dropping it unpins it without completing it, so the request keeps
+/// waiting for a reply and is retransmitted on the next connection: no
+/// path that merely gives up on a reply can fail an RPC.
 ///
 /// # Invariants
 ///
@@ -293,8 +314,9 @@ impl PinnedRqst {
 
 impl Drop for PinnedRqst {
     fn drop(&mut self) {
-        // SAFETY: Pinned and not yet completed (type invariant).
-        unsafe { bindings::rpcrdma_rs_complete_unpin(self.raw.as_ptr(), EIO.to_errno()) };
+        // SAFETY: Pinned and not yet completed (type invariant); not used
+        // again.
+        unsafe { bindings::rpcrdma_rs_unpin(self.raw.as_ptr()) };
     }
 }
 

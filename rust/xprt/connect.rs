@@ -20,7 +20,7 @@ use crate::{
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, QpCaps,
-        SockAddr, WorkBuf,
+        Received, SockAddr, WorkBuf,
     },
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -45,7 +45,7 @@ const EVENT_TIMEOUT_MS: u32 = 20000;
 /// The largest private data area the connection manager hands a consumer.
 pub(crate) const MAX_PEER_PRIVATE: usize = 196;
 /// Credits asked of the server (C: the default slot table size).
-const CREDITS_REQUESTED: u32 = 128;
+const CREDITS_REQUESTED: u32 = crate::sunrpc::MAX_REQUESTS;
 /// How much of a received message the report keeps.
 const MAX_REPLY_KEPT: usize = 128;
 /// Buffer tags, for the completion handler.
@@ -173,17 +173,24 @@ impl ConnEvents {
 }
 
 impl CompletionHandler for ConnEvents {
-    fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]) {
+    fn sent(&self, _buf: &WorkBuf<'_, Self>, completion: &Completion) {
         let mut state = self.state.lock();
-        match buf.tag() {
-            RECV_TAG if state.received.is_none() => {
-                state.reply_len = copy_prefix(&mut state.reply, data);
-                state.received = Some(*completion);
-            }
-            SEND_TAG if state.sent.is_none() => state.sent = Some(*completion),
-            // Flushed at teardown, or a second completion: nothing to do.
-            _ => return,
+        if state.sent.is_some() {
+            // Flushed at teardown: nothing to do.
+            return;
         }
+        state.sent = Some(*completion);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    fn received(&self, rep: Received<'_, Self>, completion: &Completion) {
+        let mut state = self.state.lock();
+        if state.received.is_some() {
+            return;
+        }
+        state.reply_len = copy_prefix(&mut state.reply, rep.data());
+        state.received = Some(*completion);
         drop(state);
         self.changed.notify_all();
     }
@@ -363,6 +370,7 @@ fn prepare(
     report.device = Some(CString::try_from_fmt(fmt!("{}", device.name()))?);
     id.create_qp(&QpCaps {
         cq_entries: 16,
+        // One more each than ever posted: the drain's.
         max_send_wr: 8,
         max_recv_wr: 8,
         max_send_sge: 2,
@@ -408,8 +416,16 @@ fn exchange(
         let xid = NEXT_XID.fetch_add(1, Ordering::Relaxed);
         let mut call = [0u8; 128];
         let len = encode_null_call(&mut call, xid)?;
-        send.as_mut()
-            .fill(call.get(..len).ok_or_else(errno::emsgsize)?)?;
+        let bytes = call.get(..len).ok_or_else(errno::emsgsize)?;
+        // SAFETY: Not posted yet.
+        unsafe {
+            send.as_mut().fill_with(|out| {
+                out.get_mut(..bytes.len())
+                    .ok_or_else(errno::emsgsize)?
+                    .copy_from_slice(bytes);
+                Ok(bytes.len())
+            })
+        }?;
         // SAFETY: Not posted before; drained below before `send` goes.
         unsafe { id.post_send(&send, u32::try_from(len).map_err(|_| EINVAL)?) }?;
 
@@ -437,8 +453,9 @@ fn exchange(
         events.await_event(CmEventKind::Disconnected)
     };
     let result = steps();
-    // Every posted request completes or is flushed before the buffers go.
-    id.drain();
+    // Every posted request completes or is flushed (or the QP and its CQs
+    // are gone) before the buffers go.
+    let _ = id.quiesce();
     result
 }
 

@@ -1,286 +1,556 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Chunk registration with FRWR (the C `frwr_ops.c` and the chunk-list
-//! encoders of `rpc_rdma.c`): a connection's pool of memory regions, which
-//! RPC holds which, and their invalidation (remote, by the server's Send
-//! With Invalidate, or local, by LOCAL_INV) before the RPC completes.
+//! Chunk registration with FRWR (the C `frwr_ops.c`): a connection's memory
+//! regions, the ones each RPC holds (C: `req->rl_registered`), and their
+//! invalidation before the RPC may complete or its memory be freed.
+//!
+//! The rules, which the types here keep:
+//!
+//! - An idle region sits on the free list, unmapped and invalid. Only
+//!   [`MrPool::register`] takes one, for one RPC's record.
+//! - A region goes back to the free list only when it is known invalid: the
+//!   server invalidated it (Send With Invalidate naming its rkey), the
+//!   signaled LOCAL_INV that follows it in the send queue completed
+//!   successfully, or the QP was drained ([`MrPool::release_drained`]).
+//!   A LOCAL_INV that could not be posted, or was flushed, strands the
+//!   record until the drain: no completion of an earlier use can then
+//!   reach a later one.
+//! - What an RPC does when its memory is unreachable (deliver its reply,
+//!   wake `buf_free`) is stored in its record, and handed out only by the
+//!   events above. Dropping it instead (at teardown) leaves the RPC to be
+//!   retransmitted, never failed.
+//!
+//! This file knows nothing of the connection: the regions' completion
+//! handler `H` and the deferred action `P` are the caller's.
 
-use super::verbs::EpShared;
 use crate::{
+    errno,
     proto::header::Segment,
-    rdma::{Mr, Piece, QpHandle},
-    sunrpc::{PinnedRqst, XdrLayout},
+    rdma::{Mr, MrHandler, Piece, QpHandle},
+    sunrpc::{self, XdrLayout},
 };
-use core::sync::atomic::Ordering;
 use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
 
 /// Most segments in one chunk (C: `RPCRDMA_MAX_HDR_SEGS`).
-pub(crate) const MAX_SEGS: usize = 16;
+pub(crate) const MAX_SEGS: usize = sunrpc::MAX_SEGS as usize;
 /// Most pages of RPC payload (C: `RPCRDMA_MAX_DATA_SEGS`, less one).
-pub(crate) const MAX_DATA_PAGES: u32 = 256;
+pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
+/// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
+const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
 
-/// What happens when a region's invalidation completes.
-pub(crate) enum Pending {
-    /// Complete the RPC with this result.
-    Complete(PinnedRqst, Result<u32>),
-    /// Wake whoever waits in `buf_free`.
-    Wake,
+/// One region an RPC holds, and how it is mapped.
+#[derive(Clone, Copy, Default)]
+struct Held {
+    index: u32,
+    nents: u32,
+    writing: bool,
+    seg: Segment,
+    /// The server invalidated it (Send With Invalidate): unmapped and
+    /// back on the free list already.
+    gone: bool,
 }
 
-/// One region's state.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SlotState {
-    Free,
-    /// Mapped for RPC `xid` with `nents` pieces (REG_MR posted, or about
-    /// to be).
-    Registered {
-        xid: u32,
-        rkey: u32,
-        nents: u32,
-        writing: bool,
-    },
-    /// LOCAL_INV posted.
-    Invalidating {
-        xid: u32,
-        nents: u32,
-        writing: bool,
-    },
+/// Where an RPC's registration is.
+enum Phase {
+    /// The REG_MRs are posted (or about to be): the server may reach the
+    /// memory.
+    Registered,
+    /// LOCAL_INVs are posted; the one of region `signaled` is signaled and
+    /// is the last of them in the send queue.
+    Invalidating { signaled: u32 },
+    /// The memory can become unreachable only by the drain at teardown (a
+    /// post failed, a LOCAL_INV was flushed, or the connection is closing).
+    Stranded,
 }
 
-struct Slot {
-    state: SlotState,
-    pending: Option<Pending>,
+/// The regions one RPC holds on a connection.
+struct Record<P> {
+    xid: u32,
+    held: [Held; MAX_RPC_MRS],
+    count: usize,
+    /// Regions not `gone`.
+    left: usize,
+    /// `held[..read_count]` are the Read chunk's.
+    read_count: usize,
+    phase: Phase,
+    /// A reply was accepted: another is a duplicate.
+    answered: bool,
+    /// What to do once the memory is unreachable.
+    then: Option<P>,
 }
 
-/// The regions of a connection and who holds them.
-pub(crate) struct MrPool {
-    mrs: KVec<Pin<KBox<Mr<EpShared>>>>,
-    slots: KVec<Slot>,
+impl<P> Record<P> {
+    fn held(&self) -> &[Held] {
+        self.held.get(..self.count).unwrap_or(&[])
+    }
 }
 
-impl MrPool {
+/// Whether the connection's QP may be posted to (C: the endpoint's state).
+pub(crate) enum Gate {
+    /// Not connected yet: nothing posted, nothing reachable.
+    Idle,
+    /// Connected: work requests may be posted.
+    Open(QpHandle),
+    /// Teardown started: nothing may be posted, and the QP may still
+    /// execute what was; only the drain ends that.
+    Closing,
+    /// The QP is drained (in the error state): nothing can reach memory.
+    Drained,
+}
+
+/// What [`MrPool::answer`] decided for a reply.
+pub(crate) enum Answer<P> {
+    /// Nothing of the RPC is reachable: act on `P` now.
+    Now(P),
+    /// Kept in the RPC's record until its memory is unreachable.
+    Later,
+    /// The RPC was answered already: drop this reply.
+    Duplicate(P),
+}
+
+/// What a signaled LOCAL_INV completion means for its RPC.
+pub(crate) enum Invalidated<P> {
+    /// Every region of the RPC is invalid and unmapped: act on `P`.
+    Done(Option<P>),
+    /// Flushed: the memory waits for the drain; `P` is to be dropped, so
+    /// the RPC is retransmitted on the next connection.
+    Flushed(Option<P>),
+    /// Not the completion of a region being invalidated.
+    Stale,
+}
+
+/// A connection's memory regions and the records of the RPCs holding them.
+///
+/// # Invariants
+///
+/// Every region index is either in `free` or in exactly one record's
+/// `held`, and `owner` names that record. Regions in `free` are unmapped.
+pub(crate) struct MrPool<H: MrHandler, P> {
+    mrs: KVec<Pin<KBox<Mr<H>>>>,
+    /// `free[..nfree]`: the idle regions, as a stack.
+    free: KVec<u32>,
+    nfree: usize,
+    owner: KVec<Option<u16>>,
+    records: KVec<Option<Record<P>>>,
+    /// Pages one region maps.
+    depth: usize,
+}
+
+impl<H: MrHandler, P> MrPool<H, P> {
     pub(crate) const fn empty() -> Self {
         Self {
             mrs: KVec::new(),
-            slots: KVec::new(),
+            free: KVec::new(),
+            nfree: 0,
+            owner: KVec::new(),
+            records: KVec::new(),
+            depth: 1,
         }
     }
 
-    /// Adds a region; used while the connection is set up.
-    pub(crate) fn add(&mut self, mr: Pin<KBox<Mr<EpShared>>>) -> Result {
-        self.slots.push(
-            Slot {
-                state: SlotState::Free,
-                pending: None,
-            },
-            GFP_KERNEL,
-        )?;
-        self.mrs.push(mr, GFP_KERNEL)?;
+    /// A pool of `mrs` (whose indices must be `0..mrs.len()`), mapping
+    /// `depth` pages each, for at most `rpcs` RPCs at a time. Allocates
+    /// everything it will ever need.
+    pub(crate) fn new(mrs: KVec<Pin<KBox<Mr<H>>>>, depth: u32, rpcs: usize) -> Result<Self> {
+        let n = mrs.len();
+        let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
+        for (i, mr) in mrs.iter().enumerate() {
+            if usize::try_from(mr.index()) != Ok(i) {
+                return Err(EINVAL);
+            }
+        }
+        for i in (0..u32::try_from(n)?).rev() {
+            free.push(i, GFP_KERNEL)?;
+            owner.push(None, GFP_KERNEL)?;
+        }
+        let mut records = KVec::with_capacity(rpcs, GFP_KERNEL)?;
+        for _ in 0..rpcs {
+            records.push(None, GFP_KERNEL)?;
+        }
+        u16::try_from(rpcs).map_err(|_| EINVAL)?;
+        // INVARIANT: every region is free, no record exists.
+        Ok(Self {
+            mrs,
+            nfree: free.len(),
+            free,
+            owner,
+            records,
+            depth: usize::try_from(depth)?,
+        })
+    }
+
+    fn find(&self, xid: u32) -> Option<usize> {
+        self.records
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|r| r.xid == xid))
+    }
+
+    /// True if RPC `xid` holds regions.
+    pub(crate) fn holds(&self, xid: u32) -> bool {
+        self.find(xid).is_some()
+    }
+
+    /// Maps `reads` (for the server to read) and `writes` (for it to
+    /// write) into regions for RPC `xid`, cut at `depth` pages and at gaps;
+    /// returns the record's slot. The REG_MRs are not posted yet. Nothing
+    /// is held on error.
+    pub(crate) fn register(
+        &mut self,
+        xid: u32,
+        reads: &[Piece],
+        writes: &[Piece],
+    ) -> Result<usize> {
+        if reads.is_empty() && writes.is_empty() {
+            return Err(EINVAL);
+        }
+        if self.find(xid).is_some() {
+            return Err(EBUSY);
+        }
+        let slot = self
+            .records
+            .iter()
+            .position(Option::is_none)
+            .ok_or(EAGAIN)?;
+        let mut rec = Record {
+            xid,
+            held: [Held::default(); MAX_RPC_MRS],
+            count: 0,
+            left: 0,
+            read_count: 0,
+            phase: Phase::Registered,
+            answered: false,
+            then: None,
+        };
+        let mut result = self.map_runs(&mut rec, slot, reads, false);
+        rec.read_count = rec.count;
+        if result.is_ok() {
+            result = self.map_runs(&mut rec, slot, writes, true);
+        }
+        if let Err(e) = result {
+            // Never posted: unreachable.
+            self.unmap_all(&rec);
+            return Err(e);
+        }
+        let entry = self.records.get_mut(slot).ok_or(EINVAL)?;
+        *entry = Some(rec);
+        Ok(slot)
+    }
+
+    fn map_runs(
+        &mut self,
+        rec: &mut Record<P>,
+        slot: usize,
+        pieces: &[Piece],
+        writing: bool,
+    ) -> Result {
+        let start = rec.count;
+        for run in runs(pieces, self.depth) {
+            if rec.count - start >= MAX_SEGS {
+                return Err(errno::emsgsize());
+            }
+            let held = rec.held.get_mut(rec.count).ok_or_else(errno::emsgsize)?;
+            let index = self.pop_free().ok_or(EAGAIN)?;
+            let mr = self.mrs.get(usize::try_from(index)?).ok_or(EINVAL)?;
+            // SAFETY: Free, so neither mapped nor posted; the RPC's pages
+            // stay until its record is released, which unmaps first.
+            match unsafe { mr.map(run, writing, rec.xid) } {
+                Ok(seg) => {
+                    *held = Held {
+                        index,
+                        nents: u32::try_from(run.len())?,
+                        writing,
+                        seg,
+                        gone: false,
+                    };
+                    rec.count += 1;
+                    rec.left += 1;
+                    if let Some(o) = self.owner.get_mut(usize::try_from(index)?) {
+                        *o = u16::try_from(slot).ok();
+                    }
+                }
+                Err(e) => {
+                    self.push_free(index);
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 
-    /// Everything, for teardown after the QP is drained.
-    pub(crate) fn take_all(&mut self) -> KVec<Pin<KBox<Mr<EpShared>>>> {
-        self.slots = KVec::new();
-        core::mem::replace(&mut self.mrs, KVec::new())
+    /// The segments of the record in `slot`: the Read chunk's, then the
+    /// Write or Reply chunk's.
+    pub(crate) fn segments(&self, slot: usize) -> (Segments<'_>, Segments<'_>) {
+        let held = self
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .map_or((&[][..], 0), |r| (r.held(), r.read_count));
+        let (reads, writes) = held.0.split_at(held.1.min(held.0.len()));
+        (Segments(reads.iter()), Segments(writes.iter()))
     }
 
-    fn free_index(&self) -> Option<usize> {
-        self.slots.iter().position(|s| s.state == SlotState::Free)
-    }
-
-    /// Maps `pieces` into a free region for `xid`; returns its index and
-    /// segment. The REG_MR is not posted yet.
-    pub(crate) fn map(
-        &mut self,
-        pieces: &[Piece],
-        writing: bool,
-        xid: u32,
-    ) -> Result<(u32, Segment)> {
-        let i = self.free_index().ok_or(EAGAIN)?;
-        let mr = self.mrs.get(i).ok_or(EINVAL)?;
-        // SAFETY: Free, so neither mapped nor posted; the RPC's pages stay
-        // until it completes or is freed, and both unmap first.
-        let seg = unsafe { mr.map(pieces, writing, xid) }?;
-        let slot = self.slots.get_mut(i).ok_or(EINVAL)?;
-        slot.state = SlotState::Registered {
-            xid,
-            rkey: seg.handle,
-            nents: u32::try_from(pieces.len())?,
-            writing,
-        };
-        Ok((u32::try_from(i)?, seg))
-    }
-
-    /// Posts the REG_MR of region `index`.
-    pub(crate) fn post_reg(&self, index: u32, qp: &QpHandle) -> Result {
-        let i = usize::try_from(index)?;
-        let (Some(mr), Some(slot)) = (self.mrs.get(i), self.slots.get(i)) else {
+    /// Posts the REG_MRs of the record in `slot`. On error the record is
+    /// stranded (some may be posted) until the drain.
+    pub(crate) fn post_regs(&mut self, slot: usize, qp: &QpHandle) -> Result {
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
             return Err(EINVAL);
         };
-        let SlotState::Registered { writing, .. } = slot.state else {
-            return Err(EINVAL);
-        };
-        // SAFETY: Mapped; the QP is live while the caller holds the gate
-        // open, and regions live until after the drain.
-        unsafe { mr.post_reg(qp, writing) }
-    }
-
-    /// Unmaps and frees region `i`, whatever its state; the peer must no
-    /// longer be able to reach it.
-    fn release(&mut self, i: usize) {
-        let (Some(mr), Some(slot)) = (self.mrs.get(i), self.slots.get_mut(i)) else {
-            return;
-        };
-        let (nents, writing) = match slot.state {
-            SlotState::Free => return,
-            SlotState::Registered { nents, writing, .. }
-            | SlotState::Invalidating { nents, writing, .. } => (nents, writing),
-        };
-        // SAFETY: Mapped with these values; the caller knows the peer can
-        // no longer reach it.
-        unsafe { mr.unmap(nents, writing) };
-        slot.state = SlotState::Free;
-    }
-
-    /// Unmaps and frees every region: the QP is drained.
-    pub(crate) fn release_all(&mut self) {
-        for i in 0..self.slots.len() {
-            self.release(i);
-            if let Some(slot) = self.slots.get_mut(i) {
-                // A pending completion cannot happen any more: fail it.
-                drop(slot.pending.take());
+        for h in rec.held.get(..rec.count).unwrap_or(&[]) {
+            let Some(mr) = self.mrs.get(h.index as usize) else {
+                continue;
+            };
+            // SAFETY: Mapped for this record; the QP is live while the
+            // caller holds the gate open, and regions live until after the
+            // drain.
+            if let Err(e) = unsafe { mr.post_reg(qp, h.writing) } {
+                rec.phase = Phase::Stranded;
+                return Err(e);
             }
+        }
+        Ok(())
+    }
+
+    /// Releases the record in `slot` whose REG_MRs were never posted.
+    pub(crate) fn forget_unposted(&mut self, slot: usize) {
+        if let Some(rec) = self.records.get_mut(slot).and_then(Option::take) {
+            self.unmap_all(&rec);
         }
     }
 
-    /// Frees regions whose REG_MR was never posted.
-    pub(crate) fn release_unposted(&mut self, indices: &[u32]) {
-        for &i in indices {
-            if let Ok(i) = usize::try_from(i) {
-                self.release(i);
-            }
+    /// Unmaps the regions of `rec` and puts them back on the free list.
+    /// The caller knows the server can no longer reach them.
+    fn unmap_all(&mut self, rec: &Record<P>) {
+        for h in rec.held().iter().filter(|h| !h.gone) {
+            self.unmap_one(h);
         }
     }
 
-    fn owned_by(&self, xid: u32) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, s)| match s.state {
-                SlotState::Registered { xid: x, .. } if x == xid => Some(i),
-                _ => None,
-            })
+    fn unmap_one(&mut self, h: &Held) {
+        let i = h.index as usize;
+        if let Some(mr) = self.mrs.get(i) {
+            // SAFETY: Mapped with these values; the caller knows the peer
+            // can no longer reach it.
+            unsafe { mr.unmap(h.nents, h.writing) };
+        }
+        if let Some(o) = self.owner.get_mut(i) {
+            *o = None;
+        }
+        self.push_free(h.index);
     }
 
-    /// A reply for `xid` arrived, or its RPC is being freed. Frees the
-    /// region the server invalidated (`remote_rkey`), and posts a
-    /// LOCAL_INV for each other region of the RPC, the last one signaled
-    /// and carrying `pending`. Returns `pending` if nothing is left to
-    /// invalidate: the caller acts on it at once.
-    pub(crate) fn invalidate(
+    fn pop_free(&mut self) -> Option<u32> {
+        let index = *self.free.get(self.nfree.checked_sub(1)?)?;
+        self.nfree -= 1;
+        Some(index)
+    }
+
+    /// Puts back a region taken by `pop_free`: there is room for every
+    /// region.
+    fn push_free(&mut self, index: u32) {
+        if let Some(slot) = self.free.get_mut(self.nfree) {
+            *slot = index;
+            self.nfree += 1;
+        }
+    }
+
+    /// Posts LOCAL_INV for every region of the record in `slot`, the last
+    /// one signaled. Returns true if all were posted.
+    fn post_invalidates(&mut self, slot: usize, qp: &QpHandle) -> bool {
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            return false;
+        };
+        let held = rec.held.get(..rec.count).unwrap_or(&[]);
+        let Some(last) = held.iter().rev().find(|h| !h.gone).map(|h| h.index) else {
+            return false;
+        };
+        for h in held.iter().filter(|h| !h.gone) {
+            let Some(mr) = self.mrs.get(h.index as usize) else {
+                continue;
+            };
+            // SAFETY: Registered on this QP, which is live while the
+            // caller holds the gate open; regions live until the drain.
+            if unsafe { mr.post_local_inv(qp, h.seg.handle, h.index == last) }.is_err() {
+                rec.phase = Phase::Stranded;
+                return false;
+            }
+        }
+        rec.phase = Phase::Invalidating { signaled: last };
+        true
+    }
+
+    /// A reply for RPC `xid` was accepted; `then` delivers it. Frees the
+    /// region the server invalidated (`remote_rkey`) and starts
+    /// invalidating the rest. Returns what to do with `then`, how many
+    /// LOCAL_INVs were posted, whether the server invalidated a region,
+    /// and false if a post failed and the connection must be reset.
+    pub(crate) fn answer(
         &mut self,
         xid: u32,
         remote_rkey: Option<u32>,
-        qp: Option<&QpHandle>,
-        pending: Pending,
-        ep: &EpShared,
-    ) -> Option<Pending> {
-        for i in 0..self.slots.len() {
-            if let Some(SlotState::Registered { xid: x, rkey, .. }) =
-                self.slots.get(i).map(|s| s.state)
-            {
-                if x == xid && (Some(rkey) == remote_rkey || qp.is_none()) {
-                    // Remotely invalidated, or the connection is gone and
-                    // the peer cannot reach the region any more.
-                    if Some(rkey) == remote_rkey {
-                        ep.stats
-                            .remote_invalidations
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    self.release(i);
+        gate: &Gate,
+        then: P,
+    ) -> (Answer<P>, u32, bool, bool) {
+        let Some(slot) = self.find(xid) else {
+            return (Answer::Now(then), 0, false, true);
+        };
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            return (Answer::Now(then), 0, false, true);
+        };
+        if rec.answered {
+            return (Answer::Duplicate(then), 0, false, true);
+        }
+        rec.answered = true;
+        rec.then = Some(then);
+        if !matches!(rec.phase, Phase::Registered) {
+            // Already being invalidated for `buf_free`, or stranded.
+            return (Answer::Later, 0, false, true);
+        }
+        // The server's Send With Invalidate made that region invalid.
+        let mut remote = None;
+        if let Some(rkey) = remote_rkey {
+            for h in rec.held.iter_mut().take(rec.count) {
+                if !h.gone && h.seg.handle == rkey {
+                    h.gone = true;
+                    rec.left -= 1;
+                    remote = Some(*h);
+                    break;
                 }
             }
         }
-        let (Some(qp), Some(last)) = (qp, self.owned_by(xid).last()) else {
-            return Some(pending);
+        if let Some(h) = remote {
+            self.unmap_one(&h);
+        }
+        let (answer, posted, ok) = self.settle(slot, gate);
+        (answer, posted, remote.is_some(), ok)
+    }
+
+    /// `buf_free`: the memory of RPC `xid` is about to be freed. Starts
+    /// invalidating what it holds; returns true while it holds anything
+    /// (the caller waits for [`MrPool::holds`] to turn false), how many
+    /// LOCAL_INVs were posted, and false if a post failed and the
+    /// connection must be reset.
+    pub(crate) fn release(&mut self, xid: u32, gate: &Gate) -> (bool, u32, bool) {
+        let Some(slot) = self.find(xid) else {
+            return (false, 0, true);
         };
-        let mut failed = false;
-        for i in 0..self.slots.len() {
-            let (Some(mr), Some(slot)) = (self.mrs.get(i), self.slots.get_mut(i)) else {
-                continue;
+        let registered = self
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .is_some_and(|r| matches!(r.phase, Phase::Registered));
+        let (mut posted, mut ok) = (0, true);
+        if registered {
+            // A record not answered has no `then` to hand out.
+            (_, posted, ok) = self.settle(slot, gate);
+        }
+        (self.holds(xid), posted, ok)
+    }
+
+    /// Invalidates the regions left in the record in `slot` as `gate`
+    /// allows. The record's `then` comes out in `Answer::Now` only.
+    fn settle(&mut self, slot: usize, gate: &Gate) -> (Answer<P>, u32, bool) {
+        let count = self
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .map_or(0, |r| r.left);
+        let unreachable = count == 0 || matches!(gate, Gate::Idle | Gate::Drained);
+        if unreachable {
+            let rec = self.records.get_mut(slot).and_then(Option::take);
+            let then = rec.and_then(|mut rec| {
+                self.unmap_all(&rec);
+                rec.then.take()
+            });
+            return match then {
+                Some(then) => (Answer::Now(then), 0, true),
+                None => (Answer::Later, 0, true),
             };
-            let SlotState::Registered {
-                xid: x,
-                rkey,
-                nents,
-                writing,
-            } = slot.state
-            else {
-                continue;
-            };
-            if x != xid {
-                continue;
+        }
+        match gate {
+            Gate::Open(qp) => {
+                let ok = self.post_invalidates(slot, qp);
+                (Answer::Later, u32::try_from(count).unwrap_or(0), ok)
             }
-            slot.state = SlotState::Invalidating {
-                xid,
-                nents,
-                writing,
-            };
-            ep.stats.local_inv_needed.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: A registered region on a live QP (the caller holds
-            // the gate open); regions stay until after the drain.
-            if unsafe { mr.post_local_inv(qp, rkey, i == last) }.is_err() {
-                failed = true;
+            _ => {
+                if let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) {
+                    rec.phase = Phase::Stranded;
+                }
+                (Answer::Later, 0, true)
             }
         }
-        if failed {
-            // The QP is broken and goes into the error state: nothing can
-            // reach the regions once it is closed.
-            ep.connection_lost();
-            for i in 0..self.slots.len() {
-                if matches!(self.slots.get(i).map(|s| s.state),
-                    Some(SlotState::Invalidating { xid: x, .. }) if x == xid)
-                {
-                    self.release(i);
+    }
+
+    /// The signaled LOCAL_INV of region `index` completed (`success`) or
+    /// was flushed. Send queue order makes every earlier work request of
+    /// the RPC complete first, so on success all its regions are invalid.
+    pub(crate) fn invalidated(&mut self, index: u32, success: bool) -> Invalidated<P> {
+        let Some(slot) = self
+            .owner
+            .get(index as usize)
+            .copied()
+            .flatten()
+            .map(usize::from)
+        else {
+            return Invalidated::Stale;
+        };
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            return Invalidated::Stale;
+        };
+        match rec.phase {
+            Phase::Invalidating { signaled } if signaled == index => {}
+            _ => return Invalidated::Stale,
+        }
+        if !success {
+            rec.phase = Phase::Stranded;
+            return Invalidated::Flushed(rec.then.take());
+        }
+        let rec = self.records.get_mut(slot).and_then(Option::take);
+        let then = rec.and_then(|mut rec| {
+            self.unmap_all(&rec);
+            rec.then.take()
+        });
+        Invalidated::Done(then)
+    }
+
+    /// The QP is drained: nothing can reach any region. Unmaps and frees
+    /// them all; returns the actions still waiting, to be dropped (their
+    /// RPCs are retransmitted) outside the lock.
+    pub(crate) fn release_drained(&mut self, out: &mut KVec<P>) {
+        for slot in 0..self.records.len() {
+            if let Some(mut rec) = self.records.get_mut(slot).and_then(Option::take) {
+                self.unmap_all(&rec);
+                if let Some(then) = rec.then.take() {
+                    // Room for every record was reserved by the caller; if
+                    // not, `push` drops it here, which is still correct.
+                    let _ = out.push(then, GFP_ATOMIC);
                 }
             }
-            return Some(pending);
         }
-        if let Some(slot) = self.slots.get_mut(last) {
-            slot.pending = Some(pending);
-        }
-        None
     }
 
-    /// The signaled LOCAL_INV of region `index` completed: every region of
-    /// its RPC is now unreachable (send queue order). Frees them and
-    /// returns what to do next.
-    pub(crate) fn invalidated(&mut self, index: u32) -> Option<Pending> {
-        let i = usize::try_from(index).ok()?;
-        let xid = match self.slots.get(i)?.state {
-            SlotState::Invalidating { xid, .. } => xid,
-            _ => return None,
-        };
-        let pending = self.slots.get_mut(i)?.pending.take();
-        for j in 0..self.slots.len() {
-            if matches!(self.slots.get(j).map(|s| s.state),
-                Some(SlotState::Invalidating { xid: x, .. }) if x == xid)
-            {
-                self.release(j);
-            }
-        }
-        pending
+    /// Every region, for deregistration once the QP is drained.
+    pub(crate) fn take_regions(&mut self) -> KVec<Pin<KBox<Mr<H>>>> {
+        self.free = KVec::new();
+        self.nfree = 0;
+        self.owner = KVec::new();
+        core::mem::replace(&mut self.mrs, KVec::new())
     }
 
-    /// True if `xid` still has regions registered or being invalidated.
-    pub(crate) fn holds(&self, xid: u32) -> bool {
-        self.slots.iter().any(|s| match s.state {
-            SlotState::Registered { xid: x, .. } | SlotState::Invalidating { xid: x, .. } => {
-                x == xid
-            }
-            SlotState::Free => false,
-        })
+    /// Regions currently on the free list.
+    pub(crate) fn free_count(&self) -> usize {
+        self.nfree
+    }
+}
+
+/// The segments of one chunk of a record, as the header advertises them.
+pub(crate) struct Segments<'a>(core::slice::Iter<'a, Held>);
+
+impl Iterator for Segments<'_> {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        self.0.next().map(|h| h.seg)
     }
 }
 

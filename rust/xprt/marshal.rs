@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Marshalling Calls and handling Replies (the C `rpc_rdma.c`:
+//! Marshalling Calls and decoding Replies (the C `rpc_rdma.c`:
 //! `rpcrdma_marshal_req`, `rpcrdma_reply_handler`,
-//! `rpcrdma_complete_rqst`). Every wire decision is the protocol core's.
+//! `rpcrdma_complete_rqst`). Every wire decision is the protocol core's;
+//! what to do with the connection is `verbs.rs`'s.
 
-use super::{frwr::Pending, verbs::EpShared};
+use super::stats::Stats;
 use crate::{
     errno,
     proto::{
         chunks::CallPlan,
-        credits::Credits,
         header::{self, Body, DecodeLimits, Message, ReplyKind},
     },
-    rdma::Completion,
-    sunrpc::{self, Rqst, XdrLayout},
+    sunrpc::{PinnedRqst, Rqst, XdrLayout},
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -63,121 +62,129 @@ fn be32(data: &[u8], word: usize) -> Option<u32> {
     Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Handles one received message: finds the Call it answers, updates the
-/// credits, and hands the RPC Reply to sunrpc. A message that cannot be
-/// trusted resets the connection (after failing its RPC, if found).
-pub(crate) fn handle_reply(ep: &EpShared, data: &[u8], completion: &Completion) {
-    let stats = &ep.stats;
-    ep.xprt.reply_arrived();
+/// What one received message is (C: `rpcrdma_reply_handler`).
+pub(crate) enum Incoming<'a> {
+    /// Not a transport header this requester can use: reset the
+    /// connection, failing Call `xid` if it names one.
+    Bad {
+        xid: Option<u32>,
+        why: header::DecodeError,
+    },
+    /// Shorter than the fixed header.
+    Short,
+    /// A backchannel Call from the server (RFC 8167): `body` is the RPC
+    /// message.
+    BackchannelCall { body: &'a [u8] },
+    /// A reply to a forward Call.
+    Reply(Reply),
+}
+
+/// A transport header that answers a Call.
+pub(crate) struct Reply {
+    pub(crate) xid: u32,
+    pub(crate) credit: u32,
+    body_at: usize,
+    kind: Result<ReplyKind, header::ReplyError>,
+}
+
+/// Decodes the transport header of a received message.
+pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
     let Some(xid) = be32(data, 0).filter(|_| data.len() >= FIXED_WORDS * 4) else {
-        bad_reply(ep, None, "short transport header", data.len());
-        return;
+        return Incoming::Short;
     };
-    let decoded = header::decode(data, &DecodeLimits::REPLY);
-    let (hdr, hdr_len) = match decoded {
+    let (hdr, body_at) = match header::decode(data, &DecodeLimits::REPLY) {
         Ok(d) => d,
-        Err(e) => {
-            if sunrpc::warn_ratelimit() {
-                pr_warn!(
-                    "{}: bad transport header (xid {:#010x}): {:?}\n",
-                    ep.xprt.peer(),
-                    xid,
-                    e
-                );
+        Err(why) => {
+            return Incoming::Bad {
+                xid: Some(xid),
+                why,
             }
-            let rqst = ep.xprt.lookup_pin(xid).map(|r| (xid, r));
-            bad_reply(ep, rqst, "", 0);
-            return;
         }
     };
-    let body = data.get(hdr_len..).unwrap_or(&[]);
+    let body = data.get(body_at..).unwrap_or(&[]);
     if is_backchannel_call(&hdr, body) {
-        match ep.xprt.bc_receive_call(body) {
-            Ok(()) => return,
-            // No callback service: not a Call for us after all.
-            Err(e) if e == errno::enoprotoopt() => {}
-            Err(e) => {
-                if sunrpc::warn_ratelimit() {
-                    pr_warn!("{}: backchannel Call dropped: {:?}\n", ep.xprt.peer(), e);
-                }
-                ep.connection_lost();
-                return;
-            }
-        }
+        return Incoming::BackchannelCall { body };
     }
-    let Some(mut rqst) = ep.xprt.lookup_pin(xid) else {
-        // No such Call (sunrpc counts bad_xids): a late or duplicate reply.
-        return;
-    };
-    let granted = Credits::sanitize(hdr.credit, super::verbs::MAX_REQUESTS);
-    if ep.credits.swap(granted, Ordering::AcqRel) != granted {
-        ep.xprt.set_cwnd(granted);
-    }
-    let (buflen, page_room) = rqst.rcv_room();
-    let result = match hdr.classify_reply() {
-        Ok(ReplyKind::Inline { write_chunk_len }) => {
-            match u32::try_from(write_chunk_len) {
-                Ok(written) if written <= page_room => {
-                    let result = rqst.deliver(body, written).map(|fixup| {
-                        stats
-                            .fixup_copy_count
-                            .fetch_add(u64::from(fixup), Ordering::Relaxed);
-                        stats
-                            .total_rdma_reply
-                            .fetch_add(u64::from(written), Ordering::Relaxed);
-                        // C: rpclen + xdr_align_size(writelist).
-                        let rpclen = u32::try_from(body.len()).unwrap_or(u32::MAX);
-                        rpclen.saturating_add(written.next_multiple_of(4))
-                    });
-                    Ok(result)
-                }
+    Incoming::Reply(Reply {
+        xid,
+        credit: hdr.credit,
+        body_at,
+        kind: hdr.classify_reply(),
+    })
+}
+
+/// What a reply does to its RPC once the RPC's memory is unreachable.
+pub(crate) enum Outcome {
+    /// The RPC Reply is inline at `body_at`; `written` bytes of it were
+    /// placed in the receive pages by RDMA Write.
+    Inline { body_at: usize, written: u32 },
+    /// The whole RPC Reply, `len` bytes, was written into the Reply chunk.
+    Long { len: u32 },
+    /// The RPC fails with this error.
+    Failed(Error),
+}
+
+/// Why a reply cannot be accepted for its RPC.
+pub(crate) type Rejected = &'static str;
+
+impl Reply {
+    /// Checks the reply against what its RPC offered: `buflen` bytes of
+    /// receive buffer, `page_room` of them in pages.
+    pub(crate) fn outcome(&self, buflen: u32, page_room: u32) -> Result<Outcome, Rejected> {
+        match self.kind {
+            Ok(ReplyKind::Inline { write_chunk_len }) => match u32::try_from(write_chunk_len) {
+                Ok(written) if written <= page_room => Ok(Outcome::Inline {
+                    body_at: self.body_at,
+                    written,
+                }),
                 _ => Err("Write chunk longer than offered"),
-            }
+            },
+            Ok(ReplyKind::Long { reply_chunk_len }) => match u32::try_from(reply_chunk_len) {
+                Ok(len) if len <= buflen => Ok(Outcome::Long { len }),
+                _ => Err("Reply chunk longer than offered"),
+            },
+            Ok(ReplyKind::Error(_)) => Ok(Outcome::Failed(EIO)),
+            Err(_) => Err("malformed reply chunk lists"),
         }
-        Ok(ReplyKind::Long { reply_chunk_len }) => match u32::try_from(reply_chunk_len) {
-            Ok(len) if len <= buflen => {
+    }
+
+    /// The RDMA_ERROR this reply carries, if it is one.
+    pub(crate) fn rdma_error(&self) -> Option<header::RdmaError> {
+        match self.kind {
+            Ok(ReplyKind::Error(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Completes `rqst` with `outcome`, copying the inline part of its Reply
+/// from `data` (the whole received message). Runs only once nothing of the
+/// RPC's memory is reachable by the server or mapped for DMA.
+pub(crate) fn deliver(mut rqst: PinnedRqst, outcome: Outcome, data: &[u8], stats: &Stats) {
+    let result = match outcome {
+        Outcome::Inline { body_at, written } => {
+            let body = data.get(body_at..).unwrap_or(&[]);
+            rqst.deliver(body, written).map(|fixup| {
+                stats
+                    .fixup_copy_count
+                    .fetch_add(u64::from(fixup), Ordering::Relaxed);
                 stats
                     .total_rdma_reply
-                    .fetch_add(u64::from(len), Ordering::Relaxed);
-                Ok(Ok(len))
-            }
-            _ => Err("Reply chunk longer than offered"),
-        },
-        Ok(ReplyKind::Error(e)) => {
-            stats.rdma_errors.fetch_add(1, Ordering::Relaxed);
-            if sunrpc::warn_ratelimit() {
-                pr_warn!(
-                    "{}: RDMA_ERROR {:?} for xid {:#010x}\n",
-                    ep.xprt.peer(),
-                    e,
-                    xid
-                );
-            }
-            Ok(Err(EIO))
+                    .fetch_add(u64::from(written), Ordering::Relaxed);
+                // C: rpclen + xdr_align_size(writelist).
+                let rpclen = u32::try_from(body.len()).unwrap_or(u32::MAX);
+                rpclen.saturating_add(written.next_multiple_of(4))
+            })
         }
-        Err(_) => Err("malformed reply chunk lists"),
+        Outcome::Long { len } => {
+            stats
+                .total_rdma_reply
+                .fetch_add(u64::from(len), Ordering::Relaxed);
+            Ok(len)
+        }
+        Outcome::Failed(e) => Err(e),
     };
-    match result {
-        Ok(result) => {
-            ep.release_rpc(
-                xid,
-                completion.invalidated_rkey,
-                Pending::Complete(rqst, result),
-            );
-        }
-        Err(what) => {
-            if sunrpc::warn_ratelimit() {
-                pr_warn!("{}: {} (xid {:#010x})\n", ep.xprt.peer(), what, xid);
-            }
-            ep.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
-            ep.connection_lost();
-            ep.release_rpc(
-                xid,
-                completion.invalidated_rkey,
-                Pending::Complete(rqst, Err(EIO)),
-            );
-        }
-    }
+    rqst.complete(result);
 }
 
 /// True for an RDMA_MSG with no chunks whose RPC message is a Call with
@@ -195,16 +202,3 @@ fn is_backchannel_call(hdr: &header::Header<'_>, body: &[u8]) -> bool {
 
 /// `msg_type` of an RPC Call (RFC 5531).
 const RPC_CALL: u32 = 0;
-
-/// Counts a bad reply, fails its RPC if known, and resets the connection.
-fn bad_reply(ep: &EpShared, rqst: Option<(u32, sunrpc::PinnedRqst)>, what: &str, len: usize) {
-    ep.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
-    if !what.is_empty() && sunrpc::warn_ratelimit() {
-        pr_warn!("{}: {} ({} bytes)\n", ep.xprt.peer(), what, len);
-    }
-    ep.connection_lost();
-    if let Some((xid, rqst)) = rqst {
-        // Its memory is unreachable before it completes.
-        ep.release_rpc(xid, None, Pending::Complete(rqst, Err(EIO)));
-    }
-}

@@ -30,6 +30,8 @@ pub(crate) struct Stats {
     /// Invalidate, and RDMA_ERROR replies.
     pub(crate) remote_invalidations: AtomicU64,
     pub(crate) rdma_errors: AtomicU64,
+    /// Replies to an RPC already answered, dropped.
+    pub(crate) duplicate_replies: AtomicU64,
 }
 
 impl Stats {

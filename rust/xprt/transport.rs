@@ -6,7 +6,7 @@
 use super::{
     frwr::MAX_DATA_PAGES,
     stats::Stats,
-    verbs::{Endpoint, MAX_REQUESTS},
+    verbs::{Endpoint, EpShared},
 };
 use crate::{
     bindings,
@@ -32,10 +32,6 @@ use kernel::{
 /// chunks of one RPC can register (C: `RPCRDMA_MAX_DATA_SEGS` pages).
 const MAX_PAYLOAD: c_uint = MAX_DATA_PAGES * kernel::page::PAGE_SIZE as c_uint;
 
-/// Backchannel requests the server may have outstanding (C:
-/// `RPCRDMA_BACKWARD_WRS >> 1`); the C glue has the same number of slots.
-const BC_CREDITS: u32 = 16;
-
 /// The state of one transport instance.
 #[pin_data]
 pub(crate) struct XprtState {
@@ -44,6 +40,12 @@ pub(crate) struct XprtState {
     /// The current connection, if any.
     #[pin]
     ep: Mutex<Option<Endpoint>>,
+    /// What the last connection's handlers share. Kept after the
+    /// connection closes, until the next one: `buf_free` must find the
+    /// regions of an RPC while its connection is being torn down (the
+    /// teardown takes `ep` first), and wait for the drain.
+    #[pin]
+    last: Mutex<Option<Arc<EpShared>>>,
     /// The last connection attempt failed: back off before the next.
     connect_failed: AtomicBool,
     /// The inline thresholds of the last connection, for readers that may
@@ -58,6 +60,7 @@ impl XprtState {
             xprt,
             stats,
             ep <- new_mutex!(None),
+            last <- new_mutex!(None),
             connect_failed: AtomicBool::new(false),
             inline_send: AtomicU32::new(proto::DEFAULT_INLINE_SIZE),
             inline_recv: AtomicU32::new(proto::DEFAULT_INLINE_SIZE),
@@ -65,13 +68,18 @@ impl XprtState {
     }
 
     fn connect(&self) -> Result {
-        // A connection that was lost without a close goes first.
-        drop(self.ep.lock().take());
+        // A connection that was lost without a close goes first (outside
+        // the lock: its teardown waits for the drain).
+        let old = self.ep.lock().take();
+        drop(old);
         match Endpoint::connect(self.xprt, &self.stats) {
             Ok(ep) => {
                 let n = &ep.negotiated;
                 self.inline_send.store(n.inline_send, Ordering::Relaxed);
                 self.inline_recv.store(n.inline_recv, Ordering::Relaxed);
+                // The previous connection was torn down above: nothing of
+                // it is held any more.
+                *self.last.lock() = Some(ep.shared.clone());
                 *self.ep.lock() = Some(ep);
                 self.connect_failed.store(false, Ordering::Relaxed);
                 Ok(())
@@ -90,10 +98,18 @@ impl XprtState {
 
     fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
         let mut ep = self.ep.lock();
-        // A backchannel reply grants the server its backchannel credits
-        // (C: rb_bc_srv_max_requests); a Call asks for ours.
-        let credit = if bc_reply { BC_CREDITS } else { MAX_REQUESTS };
-        ep.as_mut().ok_or_else(errno::enotconn)?.send(rqst, credit)
+        ep.as_mut()
+            .ok_or_else(errno::enotconn)?
+            .send(rqst, bc_reply)
+    }
+
+    /// `buf_free`: returns only when nothing of RPC `xid` is registered,
+    /// or reachable through a QP that may still execute. Sleeps.
+    fn buf_free(&self, xid: u32) {
+        let shared = self.last.lock().clone();
+        if let Some(shared) = shared {
+            shared.release_rpc_sync(xid);
+        }
     }
 
     /// Largest backchannel message, RPC-over-RDMA header included, that
@@ -108,6 +124,8 @@ impl XprtState {
 
     fn show(&self, m: &SeqFile) {
         seq_print!(m, "xprt {}\n", self.xprt.peer());
+        let (cong, cwnd) = self.xprt.window();
+        seq_print!(m, "  cong {}\n  cwnd {}\n", cong, cwnd);
         let ep = self.ep.lock();
         let Some(ep) = ep.as_ref() else {
             seq_print!(m, "  connected no\n");
@@ -134,17 +152,19 @@ impl XprtState {
         );
         seq_print!(
             m,
-            "  credits_granted {}\n  credits_requested {}\n",
+            "  credits_granted {}\n  credits_requested {}\n  mrs_free {}\n",
             ep.shared.credits.load(Ordering::Relaxed),
-            MAX_REQUESTS
+            ep.shared.max_requests.load(Ordering::Relaxed),
+            ep.shared.regions_free()
         );
         let s = &self.stats;
         seq_print!(
             m,
-            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n",
+            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n  duplicate_replies {}\n",
             s.remote_invalidations.load(Ordering::Relaxed),
             s.rdma_errors.load(Ordering::Relaxed),
-            s.bad_reply_count.load(Ordering::Relaxed)
+            s.bad_reply_count.load(Ordering::Relaxed),
+            s.duplicate_replies.load(Ordering::Relaxed)
         );
     }
 }
@@ -269,9 +289,7 @@ pub(crate) unsafe extern "C" fn rpcrdma_rs_op_detach(transport: *mut c_void) {
     state.close();
     if let Some(registry) = registry() {
         for x in registry.xprts.lock().iter_mut() {
-            if x.as_ref()
-                .is_some_and(|x| ptr::eq::<XprtState>(&**x, &*state))
-            {
+            if x.as_ref().is_some_and(|x| Arc::ptr_eq(x, &state)) {
                 *x = None;
             }
         }
@@ -347,11 +365,7 @@ pub(crate) unsafe extern "C" fn rpcrdma_rs_op_send_request(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rpcrdma_rs_op_buf_free(transport: *mut c_void, xid: u32) {
     // SAFETY: By the function's contract.
-    let state = unsafe { state(transport) };
-    let shared = state.ep.lock().as_ref().map(|ep| ep.shared.clone());
-    if let Some(shared) = shared {
-        shared.release_rpc_sync(xid);
-    }
+    unsafe { state(transport) }.buf_free(xid);
 }
 
 /// # Safety

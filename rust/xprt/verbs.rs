@@ -3,26 +3,30 @@
 //! One connection of a transport (the C `verbs.c`: `rpcrdma_ep`,
 //! `rpcrdma_xprt_connect`, `rpcrdma_xprt_disconnect`, the Send and Receive
 //! buffers): its connection manager identifier, queue pair, pre-posted
-//! Receives and Send buffers, and what was negotiated with the peer.
+//! Receives and Send buffers, what was negotiated with the peer, and the
+//! handlers that apply `marshal.rs`'s decisions and `frwr.rs`'s rules to
+//! what the queues report.
 
 use super::{
     connect::{requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
-    frwr::{self, MrPool, Pending, MAX_DATA_PAGES, MAX_SEGS},
-    marshal, settings,
+    frwr::{self, Answer, Gate, Invalidated, MrPool, MAX_DATA_PAGES, MAX_SEGS},
+    marshal::{self, Incoming, Outcome},
+    settings,
     stats::Stats,
 };
 use crate::{
     errno,
     proto::{
         chunks::{self, CallLayout, CallPlan, ReplyLayout, ReplyPlan, Thresholds},
+        credits::Credits,
         header::{Message, ReadSegment, Segment},
         private_data::{self, Negotiated},
     },
     rdma::{
-        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
-        MrHandler, Piece, QpCaps, QpHandle, WorkBuf,
+        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, HeldRecv,
+        Mr, MrHandler, Piece, QpCaps, Received, WorkBuf,
     },
-    sunrpc::{self, Rqst, XdrLayout, Xprt},
+    sunrpc::{self, PinnedRqst, Rqst, XdrLayout, Xprt},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -34,20 +38,30 @@ use kernel::{
     sync::{Arc, CondVar, SpinLock},
 };
 
-/// Credits asked of the server in every Call (C: `re_max_requests`, the
-/// slot table size).
-pub(crate) const MAX_REQUESTS: u32 = 128;
-/// Receives kept posted: one per credit, and a few for replies that pass
-/// their Call's Send completion.
-const RECEIVES: u32 = MAX_REQUESTS + 8;
-/// Send buffers: a Send completes after its reply sometimes, so more than
-/// the credits.
-const SENDS: u32 = MAX_REQUESTS + 8;
+/// Credits asked of the server in every Call, at most (C: `max_reqs`, the
+/// slot table size); a device with small queues lowers it per connection.
+pub(crate) const MAX_REQUESTS: u32 = sunrpc::MAX_REQUESTS;
+/// Backchannel requests the server may have outstanding (C:
+/// `rb_bc_srv_max_requests`).
+pub(crate) const BC_CREDITS: u32 = sunrpc::BC_SLOTS;
+/// Send buffers: one per credit and backchannel reply, and a few for Sends
+/// that complete after their reply.
+const SENDS: u32 = MAX_REQUESTS + BC_CREDITS + 8;
 /// Tags at and above this are Send buffers; below, Receives.
 const SEND_TAG_BASE: u32 = 0x1_0000;
 /// Memory regions per connection: enough for every credit's RPC to have a
 /// few chunks registered; an RPC that finds none waits for one.
-const MRS: u32 = 256;
+const MRS: u32 = sunrpc::MRS;
+
+type Pool = MrPool<EpShared, Deferred>;
+
+/// A reply held until the memory of its RPC is unreachable: the Receive
+/// buffer it arrived in is not reposted before then.
+pub(crate) struct Deferred {
+    rqst: PinnedRqst,
+    outcome: Outcome,
+    rep: HeldRecv,
+}
 
 /// The indices of the Send buffers that are not posted, as a stack.
 ///
@@ -88,16 +102,23 @@ impl FreeSends {
 }
 
 /// What the connection's handlers share: connection manager events, the
-/// gate that stops reposting at teardown, the free Send buffers, credits.
+/// gate that stops posting at teardown, the Receive buffers, the free Send
+/// buffers, the memory regions, credits.
+///
+/// Lock order: `recvs`, then `gate`, then `pool`.
 #[pin_data]
 pub(crate) struct EpShared {
     #[pin]
     events: ConnEvents,
     pub(crate) xprt: Xprt,
     pub(crate) stats: Arc<Stats>,
-    /// The QP to repost Receives on, while the connection is open.
+    /// Whether work requests may be posted, and whether the QP can still
+    /// reach memory.
     #[pin]
-    gate: SpinLock<Option<QpHandle>>,
+    gate: SpinLock<Gate>,
+    /// The Receive buffers, by tag; emptied after the drain.
+    #[pin]
+    recvs: SpinLock<KVec<Pin<KBox<WorkBuf<'static, EpShared>>>>>,
     /// The Send buffers not posted.
     #[pin]
     free_sends: SpinLock<FreeSends>,
@@ -106,11 +127,12 @@ pub(crate) struct EpShared {
     live: AtomicBool,
     /// The server's current grant.
     pub(crate) credits: AtomicU32,
-    /// The memory regions and which RPC holds each. Lock order: `gate`,
-    /// then `pool`.
+    /// The most credits this connection accepts (the device may lower it).
+    pub(crate) max_requests: AtomicU32,
+    /// The memory regions and the RPCs holding them.
     #[pin]
-    pub(crate) pool: SpinLock<MrPool>,
-    /// Signalled when regions are freed, for `buf_free`.
+    pool: SpinLock<Pool>,
+    /// Signalled when an RPC lets go of its regions, for `buf_free`.
     #[pin]
     released: CondVar,
 }
@@ -121,48 +143,40 @@ impl EpShared {
             events <- ConnEvents::new(),
             xprt,
             stats,
-            gate <- new_spinlock!(None),
+            gate <- new_spinlock!(Gate::Idle),
+            recvs <- new_spinlock!(KVec::new()),
             free_sends <- new_spinlock!(FreeSends::full()),
             live: AtomicBool::new(false),
             credits: AtomicU32::new(1),
+            max_requests: AtomicU32::new(MAX_REQUESTS),
             pool <- new_spinlock!(MrPool::empty()),
             released <- new_condvar!(),
         })
     }
 
-    /// Invalidates what RPC `xid` has registered (except `remote_rkey`,
-    /// which the server invalidated), then runs `pending`: at once if
-    /// nothing is left registered, else when the last LOCAL_INV completes.
-    pub(crate) fn release_rpc(&self, xid: u32, remote_rkey: Option<u32>, pending: Pending) {
-        let now = {
-            let gate = self.gate.lock();
-            let mut pool = self.pool.lock();
-            pool.invalidate(xid, remote_rkey, gate.as_ref(), pending, self)
-        };
-        if let Some(pending) = now {
-            self.run_pending(pending);
-        }
-    }
-
-    fn run_pending(&self, pending: Pending) {
-        match pending {
-            Pending::Complete(rqst, result) => rqst.complete(result),
-            Pending::Wake => self.released.notify_all(),
-        }
-        self.xprt.write_space();
-    }
-
-    /// `buf_free`: the RPC's memory is about to be freed. If no reply came,
-    /// its regions are still reachable: invalidate them and wait. Sleeps.
+    /// `buf_free`: the memory of RPC `xid` is about to be freed. If it
+    /// still holds regions (no reply came, or its invalidation is under
+    /// way), invalidate them and wait until they are unreachable: by their
+    /// LOCAL_INV, or by the drain of a connection being torn down. Sleeps.
     pub(crate) fn release_rpc_sync(&self, xid: u32) {
-        if !self.pool.lock().holds(xid) {
-            return;
+        let (held, posted, ok) = {
+            let gate = self.gate.lock();
+            self.pool.lock().release(xid, &gate)
+        };
+        self.stats
+            .local_inv_needed
+            .fetch_add(u64::from(posted), Ordering::Relaxed);
+        if !ok {
+            self.connection_lost();
         }
-        self.release_rpc(xid, None, Pending::Wake);
-        let mut pool = self.pool.lock();
-        while pool.holds(xid) {
-            self.released.wait(&mut pool);
+        if held {
+            let mut pool = self.pool.lock();
+            while pool.holds(xid) {
+                self.released.wait(&mut pool);
+            }
         }
+        // Regions came back: a sender may be waiting for them.
+        self.xprt.write_space();
     }
 
     /// The connection failed: have sunrpc close it and reconnect. Only the
@@ -174,43 +188,238 @@ impl EpShared {
         }
     }
 
-    fn repost(&self, buf: &WorkBuf<'_, Self>) {
+    /// Posts a completed Receive again, while the connection is open.
+    fn repost(&self, rep: Received<'_, Self>) {
         let gate = self.gate.lock();
-        let Some(qp) = gate.as_ref() else {
+        let Gate::Open(qp) = &*gate else {
             return;
         };
         // SAFETY: The gate is open, so the QP exists and is not drained
         // (teardown closes the gate, under this lock, before draining); the
-        // buffer lives in the endpoint, which drains before it goes.
-        let posted = unsafe { qp.post_recv(buf) };
+        // buffer lives in `recvs` until after the drain.
+        let posted = unsafe { qp.post_recv(rep) };
         drop(gate);
         if posted.is_err() {
             self.connection_lost();
         }
     }
+
+    /// Delivers a reply whose RPC's memory is unreachable, then reposts
+    /// its Receive buffer.
+    fn finish(&self, rqst: PinnedRqst, outcome: Outcome, rep: Received<'_, Self>) {
+        marshal::deliver(rqst, outcome, rep.data(), &self.stats);
+        self.repost(rep);
+    }
+
+    /// As `finish`, for a reply whose Receive buffer was held.
+    fn finish_held(&self, d: Deferred) {
+        let recvs = self.recvs.lock();
+        let buf = recvs.get(d.rep.tag() as usize);
+        match buf.map(|buf| buf.reclaim(d.rep)) {
+            Some(Ok(rep)) => self.finish(d.rqst, d.outcome, rep),
+            // Cannot happen: held buffers stay in `recvs` until the drain,
+            // which drops every `Deferred` first. Retransmit rather than
+            // guess.
+            _ => drop(d.rqst),
+        }
+    }
+
+    /// A reply was accepted for `rqst`: deliver it once nothing of the RPC
+    /// is reachable by the server.
+    fn answer(
+        &self,
+        xid: u32,
+        rqst: PinnedRqst,
+        outcome: Outcome,
+        rep: Received<'_, Self>,
+        remote_rkey: Option<u32>,
+    ) {
+        let buf = rep.buf();
+        let d = Deferred {
+            rqst,
+            outcome,
+            rep: rep.hold(),
+        };
+        let (answer, posted, remote, ok) = {
+            let gate = self.gate.lock();
+            self.pool.lock().answer(xid, remote_rkey, &gate, d)
+        };
+        if remote {
+            self.stats
+                .remote_invalidations
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats
+            .local_inv_needed
+            .fetch_add(u64::from(posted), Ordering::Relaxed);
+        if !ok {
+            self.connection_lost();
+        }
+        if remote || !matches!(answer, Answer::Later) {
+            // Regions came back: a sender may be waiting for them.
+            self.xprt.write_space();
+        }
+        match answer {
+            Answer::Now(d) => {
+                if let Ok(rep) = buf.reclaim(d.rep) {
+                    self.finish(d.rqst, d.outcome, rep);
+                }
+            }
+            Answer::Later => {}
+            Answer::Duplicate(d) => {
+                self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
+                if sunrpc::warn_ratelimit() {
+                    pr_warn!(
+                        "{}: duplicate reply dropped (xid {:#010x})\n",
+                        self.xprt.peer(),
+                        xid
+                    );
+                }
+                drop(d.rqst);
+                if let Ok(rep) = buf.reclaim(d.rep) {
+                    self.repost(rep);
+                }
+            }
+        }
+    }
+
+    /// Counts and logs a message that cannot be trusted, fails the Call it
+    /// names (once its memory is unreachable), and resets the connection.
+    fn bad_reply(
+        &self,
+        rep: Received<'_, Self>,
+        xid: Option<u32>,
+        remote_rkey: Option<u32>,
+        what: core::fmt::Arguments<'_>,
+    ) {
+        self.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
+        if sunrpc::warn_ratelimit() {
+            match xid {
+                Some(xid) => pr_warn!("{}: {} (xid {:#010x})\n", self.xprt.peer(), what, xid),
+                None => pr_warn!("{}: {}\n", self.xprt.peer(), what),
+            }
+        }
+        self.connection_lost();
+        match xid.and_then(|xid| Some((xid, self.xprt.lookup_pin(xid)?))) {
+            Some((xid, rqst)) => self.answer(xid, rqst, Outcome::Failed(EIO), rep, remote_rkey),
+            None => self.repost(rep),
+        }
+    }
+
+    /// Handles one received message (C: `rpcrdma_reply_handler`).
+    fn handle_reply(&self, rep: Received<'_, Self>, remote_rkey: Option<u32>) {
+        self.xprt.reply_arrived();
+        let reply = match marshal::classify(rep.data()) {
+            Incoming::Short => {
+                let len = rep.data().len();
+                return self.bad_reply(
+                    rep,
+                    None,
+                    remote_rkey,
+                    fmt!("short transport header ({} bytes)", len),
+                );
+            }
+            Incoming::Bad { xid, why } => {
+                return self.bad_reply(
+                    rep,
+                    xid,
+                    remote_rkey,
+                    fmt!("bad transport header: {:?}", why),
+                );
+            }
+            Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
+                Ok(()) => return self.repost(rep),
+                // No callback service: not a Call for us after all.
+                Err(e) if e == errno::enoprotoopt() => match marshal::classify(rep.data()) {
+                    Incoming::Reply(reply) => reply,
+                    _ => return self.repost(rep),
+                },
+                Err(e) => {
+                    if sunrpc::warn_ratelimit() {
+                        pr_warn!("{}: backchannel Call dropped: {:?}\n", self.xprt.peer(), e);
+                    }
+                    self.connection_lost();
+                    return self.repost(rep);
+                }
+            },
+            Incoming::Reply(reply) => reply,
+        };
+        let xid = reply.xid;
+        let Some(rqst) = self.xprt.lookup_pin(xid) else {
+            // No such Call (sunrpc counts bad_xids): a late or duplicate
+            // reply.
+            return self.repost(rep);
+        };
+        let max = self.max_requests.load(Ordering::Relaxed);
+        let granted = Credits::sanitize(reply.credit, max);
+        if self.credits.swap(granted, Ordering::AcqRel) != granted {
+            self.xprt.set_cwnd(granted);
+        }
+        if let Some(e) = reply.rdma_error() {
+            self.stats.rdma_errors.fetch_add(1, Ordering::Relaxed);
+            if sunrpc::warn_ratelimit() {
+                pr_warn!(
+                    "{}: RDMA_ERROR {:?} for xid {:#010x}\n",
+                    self.xprt.peer(),
+                    e,
+                    xid
+                );
+            }
+        }
+        let (buflen, page_room) = rqst.rcv_room();
+        match reply.outcome(buflen, page_room) {
+            Ok(outcome) => self.answer(xid, rqst, outcome, rep, remote_rkey),
+            Err(what) => {
+                drop(rqst);
+                self.bad_reply(rep, Some(xid), remote_rkey, fmt!("{}", what));
+            }
+        }
+    }
+}
+
+impl EpShared {
+    /// Regions on the free list, for the report.
+    pub(crate) fn regions_free(&self) -> usize {
+        self.pool.lock().free_count()
+    }
 }
 
 impl CmHandler for EpShared {
     fn handle(&self, event: &CmEvent<'_>) {
-        CmHandler::handle(&self.events, event);
         match event.kind() {
+            // Armed here, before the connecting thread looks: a disconnect
+            // right after ESTABLISHED must not go unreported.
+            CmEventKind::Established => {
+                if matches!(*self.gate.lock(), Gate::Open(_)) {
+                    self.live.store(true, Ordering::Release);
+                }
+            }
             CmEventKind::Disconnected | CmEventKind::DeviceRemoval | CmEventKind::AddrChange => {
                 self.connection_lost()
             }
             _ => {}
         }
+        CmHandler::handle(&self.events, event);
     }
 }
 
 impl MrHandler for EpShared {
     fn invalidated(&self, mr: &Mr<Self>, completion: &Completion) {
-        if !completion.is_success() {
+        let success = completion.is_success();
+        if !success {
+            // Flushed (or failed): the QP is in the error state.
             self.connection_lost();
         }
-        let pending = self.pool.lock().invalidated(mr.index());
-        if let Some(pending) = pending {
-            self.run_pending(pending);
+        let result = self.pool.lock().invalidated(mr.index(), success);
+        match result {
+            Invalidated::Done(Some(d)) => self.finish_held(d),
+            // Its RPC is retransmitted on the next connection.
+            Invalidated::Flushed(d) => drop(d),
+            Invalidated::Done(None) | Invalidated::Stale => {}
         }
+        self.released.notify_all();
+        // Regions came back: a sender may be waiting for them.
+        self.xprt.write_space();
     }
 
     fn reg_failed(&self, _mr: &Mr<Self>, _completion: &Completion) {
@@ -219,37 +428,38 @@ impl MrHandler for EpShared {
 }
 
 impl CompletionHandler for EpShared {
-    fn complete(&self, buf: &WorkBuf<'_, Self>, completion: &Completion, data: &[u8]) {
-        let tag = buf.tag();
-        if !completion.is_success() && !completion.is_flush() && sunrpc::warn_ratelimit() {
+    fn sent(&self, buf: &WorkBuf<'_, Self>, completion: &Completion) {
+        if !completion.is_success() {
+            if !completion.is_flush() && sunrpc::warn_ratelimit() {
+                pr_warn!(
+                    "{}: Send failed with completion status {}\n",
+                    self.xprt.peer(),
+                    completion.status
+                );
+            }
+            self.connection_lost();
+        }
+        self.free_sends
+            .lock()
+            .put(buf.tag().wrapping_sub(SEND_TAG_BASE));
+        self.xprt.write_space();
+    }
+
+    fn received(&self, rep: Received<'_, Self>, completion: &Completion) {
+        if !completion.is_success() {
             // E.g. a message longer than the Receive buffer (local length
             // error): the connection is reset and the RPC retransmitted.
-            pr_warn!(
-                "{}: {} failed with completion status {}\n",
-                self.xprt.peer(),
-                if tag >= SEND_TAG_BASE {
-                    "Send"
-                } else {
-                    "Receive"
-                },
-                completion.status
-            );
-        }
-        if tag >= SEND_TAG_BASE {
-            if !completion.is_success() {
-                self.connection_lost();
+            if !completion.is_flush() && sunrpc::warn_ratelimit() {
+                pr_warn!(
+                    "{}: Receive failed with completion status {}\n",
+                    self.xprt.peer(),
+                    completion.status
+                );
             }
-            self.free_sends.lock().put(tag - SEND_TAG_BASE);
-            self.xprt.write_space();
-            return;
-        }
-        if !completion.is_success() {
-            // Flushed at teardown, or the connection failed.
             self.connection_lost();
             return;
         }
-        marshal::handle_reply(self, data, completion);
-        self.repost(buf);
+        self.handle_reply(rep, completion.invalidated_rkey);
     }
 }
 
@@ -257,20 +467,65 @@ impl CompletionHandler for EpShared {
 ///
 /// # Invariants
 ///
-/// The buffers are declared before `id` and drop first; `drop` drains the
-/// QP before any of them goes.
+/// The Send buffers are declared before `id` and drop first; `drop` drains
+/// the QP and empties `shared`'s Receive buffers and regions before any of
+/// them goes.
 pub(crate) struct Endpoint {
     pub(crate) shared: Arc<EpShared>,
     sends: KVec<Pin<KBox<WorkBuf<'static, EpShared>>>>,
-    reps: KVec<Pin<KBox<WorkBuf<'static, EpShared>>>>,
     id: CmId<EpShared>,
     pub(crate) negotiated: Negotiated,
     pub(crate) device: CString,
     pub(crate) peer_private: ([u8; MAX_PEER_PRIVATE], usize),
     /// Chunk-planning limits for this connection.
     thresholds: Thresholds,
-    /// Pages one memory region maps.
+}
+
+/// The queue sizes of a connection on a device (C: `frwr_query_device`).
+struct Sizes {
+    max_requests: u32,
+    receives: u32,
+    max_send_wr: u32,
+    max_recv_wr: u32,
     depth: u32,
+    max_segs: u32,
+}
+
+impl Sizes {
+    fn for_device(attrs: &FrwrAttrs) -> Result<Self> {
+        let depth = attrs.depth.clamp(1, MAX_DATA_PAGES);
+        // C: re_max_rdma_segs, the segments a chunk of the largest payload
+        // needs, plus head and tail; the device must convey the largest
+        // payload (C: frwr_query_device's last check).
+        let max_segs = (MAX_DATA_PAGES.div_ceil(depth) + 2).min(MAX_SEGS as u32);
+        if max_segs.saturating_mul(depth) < MAX_DATA_PAGES + 2 {
+            return Err(ENOMEM);
+        }
+        // Each queue keeps one work request for its drain (C:
+        // frwr_query_device, with RPCRDMA_MIN_SLOT_TABLE).
+        let room = attrs.max_qp_wr.saturating_sub(2 * BC_CREDITS + 1);
+        let max_requests = MAX_REQUESTS.min(room);
+        if max_requests < 4 {
+            return Err(ENOMEM);
+        }
+        // Every credit's reply, and the server's backchannel Calls twice
+        // over (C: credits + 2 * rb_bc_srv_max_requests).
+        let receives = max_requests + 2 * BC_CREDITS;
+        // A region has a REG_MR and a LOCAL_INV in the send queue at most,
+        // and an unsignaled REG_MR may keep its slot until the next Send
+        // completes (so one more per Send); every Send; the drain. A
+        // device with a shorter queue gets what it has: a post that finds
+        // it full resets the connection.
+        let max_send_wr = (2 * SENDS + 2 * MRS + 1).min(attrs.max_qp_wr);
+        Ok(Self {
+            max_requests,
+            receives,
+            max_send_wr,
+            max_recv_wr: receives + 1,
+            depth,
+            max_segs,
+        })
+    }
 }
 
 impl Endpoint {
@@ -292,66 +547,70 @@ impl Endpoint {
         let device = id.device().ok_or(ENODEV)?;
         let device_name = CString::try_from_fmt(fmt!("{}", device.name()))?;
         let responder_resources = u8::try_from(device.max_qp_rd_atom()).unwrap_or(u8::MAX);
-        let attrs = FrwrAttrs::query(&id)?;
-        let depth = attrs.depth.min(MAX_DATA_PAGES);
-        // Each region has a REG_MR and a LOCAL_INV outstanding at most.
-        let max_send_wr = (SENDS + 2 * MRS + 8).min(attrs.max_qp_wr);
+        let sizes = Sizes::for_device(&FrwrAttrs::query(&id)?)?;
+        shared
+            .max_requests
+            .store(sizes.max_requests, Ordering::Relaxed);
         id.create_qp(&QpCaps {
-            cq_entries: max_send_wr.max(RECEIVES) + 16,
-            max_send_wr,
-            max_recv_wr: RECEIVES,
+            cq_entries: sizes.max_send_wr.max(sizes.max_recv_wr) + 1,
+            max_send_wr: sizes.max_send_wr,
+            max_recv_wr: sizes.max_recv_wr,
             max_send_sge: 1,
             max_recv_sge: 1,
         })?;
-        shared
-            .stats
-            .mrs_allocated
-            .fetch_add(u64::from(MRS), Ordering::Relaxed);
 
         let local = settings::local();
         let recv_size = usize::try_from(local.recv_size)?;
         let send_size = usize::try_from(local.send_size)?;
-        let mut reps = KVec::with_capacity(usize::try_from(RECEIVES)?, GFP_KERNEL)?;
-        for i in 0..RECEIVES {
-            // SAFETY: Kept in the endpoint, which drops its buffers first.
-            let buf = unsafe { WorkBuf::new_unbound(&id, recv_size, false, i, shared.clone()) }?;
-            reps.push(buf, GFP_KERNEL)?;
-        }
         let mut sends = KVec::with_capacity(usize::try_from(SENDS)?, GFP_KERNEL)?;
         for i in 0..SENDS {
             let tag = SEND_TAG_BASE + i;
-            // SAFETY: As above.
+            // SAFETY: Kept in the endpoint, which drops its buffers first.
             let buf = unsafe { WorkBuf::new_unbound(&id, send_size, true, tag, shared.clone()) }?;
             sends.push(buf, GFP_KERNEL)?;
         }
-
-        // From here on the endpoint drains on drop.
+        // From here on the endpoint drains on drop, and empties `shared`.
         let mut ep = Self {
             shared,
             sends,
-            reps,
             id,
             negotiated: private_data::negotiate(&local, None),
             device: device_name,
             peer_private: ([0; MAX_PEER_PRIVATE], 0),
             thresholds: Thresholds::new(1024, 1024, 2, u32::MAX, 4096),
-            depth,
         };
+        let mut recvs = KVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
+        for i in 0..sizes.receives {
+            // SAFETY: Kept in `shared`, which `Endpoint::drop` empties
+            // after the drain and before the identifier goes.
+            let buf =
+                unsafe { WorkBuf::new_unbound(&ep.id, recv_size, false, i, ep.shared.clone()) }?;
+            recvs.push(buf, GFP_KERNEL)?;
+        }
+        *ep.shared.recvs.lock() = recvs;
         // Filled outside the lock (allocation sleeps), then installed.
-        let mut pool = MrPool::empty();
+        let mut mrs = KVec::with_capacity(usize::try_from(MRS)?, GFP_KERNEL)?;
         for i in 0..MRS {
             // SAFETY: The pool is emptied and its regions dropped after
             // the drain and before the identifier goes (`Endpoint::drop`).
-            let mr = unsafe { Mr::new(&ep.id, depth, i, ep.shared.clone()) }?;
-            pool.add(mr)?;
+            let mr = unsafe { Mr::new(&ep.id, sizes.depth, i, ep.shared.clone()) }?;
+            mrs.push(mr, GFP_KERNEL)?;
         }
+        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(MAX_REQUESTS)?)?;
         *ep.shared.pool.lock() = pool;
-        *ep.shared.gate.lock() = Some(ep.id.qp_handle()?);
+        ep.shared
+            .stats
+            .mrs_allocated
+            .fetch_add(u64::from(MRS), Ordering::Relaxed);
+        *ep.shared.gate.lock() = Gate::Open(ep.id.qp_handle()?);
         // With no RNR retries the server must never find no Receive: post
         // them all before connecting, as the C client does.
-        for rep in &ep.reps {
-            // SAFETY: Not posted yet; drained in `drop` before it goes.
-            unsafe { ep.id.post_recv(rep) }?;
+        {
+            let recvs = ep.shared.recvs.lock();
+            for rep in recvs.iter() {
+                // SAFETY: Not posted yet; drained in `drop` before it goes.
+                unsafe { ep.id.post_recv(rep) }?;
+            }
         }
         xprt.reset_cwnd();
         let sent = local.private_data().to_bytes();
@@ -366,24 +625,24 @@ impl Endpoint {
             bytes.get(..*len)
         };
         ep.negotiated = private_data::negotiate(&local, peer);
-        // C: re_max_rdma_segs, the segments a chunk of the largest payload
-        // needs, plus head and tail.
-        let max_segs = (MAX_DATA_PAGES.div_ceil(depth) + 2).min(MAX_SEGS as u32);
         // The Call is copied into one Send buffer, so the device's Send SGE
         // limit never applies.
         ep.thresholds = Thresholds::new(
             ep.negotiated.inline_send,
             ep.negotiated.inline_recv,
-            max_segs,
+            sizes.max_segs,
             u32::MAX,
             u32::try_from(PAGE_SIZE)?,
         );
-        ep.shared.live.store(true, Ordering::Release);
+        // A disconnect already reported stays reported: `live` was armed
+        // by ESTABLISHED, and cleared by the loss.
         Ok(ep)
     }
 
-    /// Marshals `rqst` into a free Send buffer and posts it.
-    pub(crate) fn send(&mut self, rqst: &Rqst<'_>, credit: u32) -> Result {
+    /// Marshals `rqst` into a free Send buffer and posts it; a backchannel
+    /// reply (`bc_reply`) grants the server its backchannel credits and
+    /// goes inline only.
+    pub(crate) fn send(&mut self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
         let shared = &self.shared;
         let index = match shared.free_sends.lock().take() {
             Some(index) => index,
@@ -394,25 +653,36 @@ impl Endpoint {
                 shared.free_sends.lock().take().ok_or(EAGAIN)?
             }
         };
-        let result = self.post_one(usize::try_from(index)?, rqst, credit);
+        let result = self.post_one(usize::try_from(index)?, rqst, bc_reply);
         if result.is_err() {
             self.shared.free_sends.lock().put(index);
         }
         result
     }
 
-    fn post_one(&mut self, index: usize, rqst: &Rqst<'_>, credit: u32) -> Result {
+    fn post_one(&mut self, index: usize, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
         let shared = self.shared.clone();
         let xid = rqst.xid();
         let call = rqst.layout(false)?;
-        let reply = rqst.layout(true)?;
-        let plan = chunks::plan(
-            &call_layout(&call),
-            &reply_layout(&reply),
-            call.raw.ddp_allowed,
-            &self.thresholds,
-        )
-        .map_err(|_| errno::emsgsize())?;
+        let (plan, credit) = if bc_reply {
+            // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
+            // would be keyed by the server's XID and never invalidated.
+            let plan = chunks::Plan {
+                call: CallPlan::Inline { len: call.raw.len },
+                reply: ReplyPlan::Inline,
+            };
+            (plan, BC_CREDITS)
+        } else {
+            let reply = rqst.layout(true)?;
+            let plan = chunks::plan(
+                &call_layout(&call),
+                &reply_layout(&reply),
+                call.raw.ddp_allowed,
+                &self.thresholds,
+            )
+            .map_err(|_| errno::emsgsize())?;
+            (plan, shared.max_requests.load(Ordering::Relaxed))
+        };
 
         // What to register, cut into pages before taking any lock.
         let mut read_pieces = KVec::new();
@@ -422,45 +692,61 @@ impl Endpoint {
             CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut read_pieces)?,
         }
         let mut write_pieces = KVec::new();
-        match plan.reply {
-            ReplyPlan::Inline => {}
-            ReplyPlan::WriteChunk(_) => frwr::page_pieces(&reply, &mut write_pieces)?,
-            ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(&reply, &mut write_pieces)?,
+        if !bc_reply {
+            let reply = rqst.layout(true)?;
+            match plan.reply {
+                ReplyPlan::Inline => {}
+                ReplyPlan::WriteChunk(_) => frwr::page_pieces(&reply, &mut write_pieces)?,
+                ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(&reply, &mut write_pieces)?,
+            }
         }
 
         let stats = &shared.stats;
         let gate = shared.gate.lock();
-        let qp = gate.as_ref().ok_or_else(errno::enotconn)?;
+        let Gate::Open(qp) = &*gate else {
+            return Err(errno::enotconn());
+        };
         let mut pool = shared.pool.lock();
-        let mut regs = Registrations::new();
-        let mut result = regs.map(&mut pool, &read_pieces, false, xid, self.depth);
-        if result.is_ok() {
-            result = regs.map(&mut pool, &write_pieces, true, xid, self.depth);
-        }
-        if let Err(e) = result {
-            pool.release_unposted(regs.indices());
-            if e == EAGAIN {
-                // Regions come back as replies arrive.
-                shared.xprt.wait_for_buffer_space();
-            } else {
-                stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
+        let slot = if read_pieces.is_empty() && write_pieces.is_empty() {
+            None
+        } else {
+            match pool.register(xid, &read_pieces, &write_pieces) {
+                Ok(slot) => Some(slot),
+                Err(e) => {
+                    if e == EAGAIN {
+                        // Regions come back as replies arrive.
+                        shared.xprt.wait_for_buffer_space();
+                    } else {
+                        stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Err(e);
+                }
             }
-            return Err(e);
-        }
+        };
 
         let position = match plan.call {
             CallPlan::ReadChunk(r) => r.position,
             _ => 0,
         };
         let mut read_list = [ReadSegment::default(); MAX_SEGS];
-        for (dst, seg) in read_list.iter_mut().zip(regs.read_segs()) {
-            *dst = ReadSegment {
-                position,
-                segment: *seg,
-            };
+        let mut written = [Segment::default(); MAX_SEGS];
+        let (mut reads, mut writes) = (0, 0);
+        if let Some(slot) = slot {
+            let (r, w) = pool.segments(slot);
+            for (dst, seg) in read_list.iter_mut().zip(r) {
+                *dst = ReadSegment {
+                    position,
+                    segment: seg,
+                };
+                reads += 1;
+            }
+            for (dst, seg) in written.iter_mut().zip(w) {
+                *dst = seg;
+                writes += 1;
+            }
         }
-        let read_list = read_list.get(..regs.read_count).unwrap_or(&[]);
-        let written = regs.write_segs();
+        let read_list = read_list.get(..reads).unwrap_or(&[]);
+        let written = written.get(..writes).unwrap_or(&[]);
         let write_chunk = [written];
         let (write_list, reply_chunk): (&[&[Segment]], _) = match plan.reply {
             ReplyPlan::WriteChunk(_) => (&write_chunk, None),
@@ -476,21 +762,29 @@ impl Endpoint {
             reply_chunk,
         };
         let inline_send = usize::try_from(self.negotiated.inline_send)?;
-        let buf = self.sends.get_mut(index).ok_or(EINVAL)?;
-        let filled = buf.as_mut().fill_with(|out| {
-            let out = out.get_mut(..inline_send).ok_or(EINVAL)?;
-            marshal::marshal(out, rqst, &msg, &plan.call, &call)
-        });
-        let len = match filled {
-            Ok(len) => u32::try_from(len)?,
+        let filled = match self.sends.get_mut(index) {
+            // SAFETY: Taken from the free list, so not posted.
+            Some(buf) => unsafe {
+                buf.as_mut().fill_with(|out| {
+                    let out = out.get_mut(..inline_send).ok_or(EINVAL)?;
+                    marshal::marshal(out, rqst, &msg, &plan.call, &call)
+                })
+            },
+            None => Err(EINVAL),
+        };
+        let len = match filled.and_then(|len| Ok(u32::try_from(len)?)) {
+            Ok(len) => len,
             Err(e) => {
-                pool.release_unposted(regs.indices());
+                if let Some(slot) = slot {
+                    pool.forget_unposted(slot);
+                }
                 stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
                 return Err(e);
             }
         };
-        for &i in regs.indices() {
-            if pool.post_reg(i, qp).is_err() {
+        if let Some(slot) = slot {
+            if pool.post_regs(slot, qp).is_err() {
+                // Stranded until the drain: `buf_free` waits for it.
                 drop(pool);
                 drop(gate);
                 shared.connection_lost();
@@ -499,15 +793,18 @@ impl Endpoint {
         }
         drop(pool);
         drop(gate);
-        count_chunks(stats, &plan, &regs);
+        count_chunks(stats, &plan, read_list, written);
 
         let buf = self.sends.get(index).ok_or(EINVAL)?;
         // SAFETY: Taken from the free list, so not posted; the endpoint
         // drains before its buffers go.
-        unsafe { self.id.post_send(buf, len) }.map_err(|_| errno::enotconn())
+        unsafe { self.id.post_send(buf, len) }.map_err(|_| {
+            shared.connection_lost();
+            errno::enotconn()
+        })
     }
 
-    /// The thresholds in use and the peer's private data, for reports.
+    /// The peer's private data, for reports.
     pub(crate) fn peer(&self) -> Option<private_data::PrivateData> {
         self.negotiated.peer
     }
@@ -515,110 +812,63 @@ impl Endpoint {
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        let shared = &self.shared;
         // Closed on purpose: not a loss to report.
-        self.shared.live.store(false, Ordering::Release);
-        // No Receive is reposted, nothing registered, from here on.
-        *self.shared.gate.lock() = None;
+        shared.live.store(false, Ordering::Release);
+        // Nothing is posted from here on; regions stay held (and
+        // `buf_free` waits) until the drain below.
+        *shared.gate.lock() = Gate::Closing;
         let _ = self.id.disconnect();
-        // Every posted buffer completes (flushed) before the buffers go.
-        self.id.drain();
-        // The peer cannot reach any region now: unmap and free them all
-        // (deregistering sleeps, so outside the lock), then wake any
-        // `buf_free` waiting for one.
-        let mrs = {
-            let mut pool = self.shared.pool.lock();
-            pool.release_all();
-            pool.take_all()
+        let mut waiting =
+            KVec::with_capacity(usize::try_from(MAX_REQUESTS).unwrap_or(0), GFP_KERNEL)
+                .unwrap_or(KVec::new());
+        if let Err(e) = self.id.quiesce() {
+            // The QP and its CQs were destroyed instead: just as final.
+            pr_err!(
+                "{}: could not drain the connection ({:?}); destroyed its queue pair\n",
+                shared.xprt.peer(),
+                e
+            );
+        }
+        // Quiesced: the QP reaches nothing and no completion will come. Unmap
+        // and free every region, let go of the RPCs whose replies waited
+        // for invalidation (they are retransmitted), wake `buf_free`.
+        let regions = {
+            let mut gate = shared.gate.lock();
+            *gate = Gate::Drained;
+            let mut pool = shared.pool.lock();
+            pool.release_drained(&mut waiting);
+            pool.take_regions()
         };
-        drop(mrs);
-        self.shared.released.notify_all();
+        drop(waiting);
+        shared.released.notify_all();
+        let recvs = core::mem::take(&mut *shared.recvs.lock());
+        drop(recvs);
+        // Deregistering sleeps: outside the locks.
+        drop(regions);
     }
 }
 
-/// The regions one RPC has mapped, with their segments.
-struct Registrations {
-    indices: [u32; 2 * MAX_SEGS],
-    segs: [Segment; 2 * MAX_SEGS],
-    count: usize,
-    read_count: usize,
-}
-
-impl Registrations {
-    fn new() -> Self {
-        Self {
-            indices: [0; 2 * MAX_SEGS],
-            segs: [Segment::default(); 2 * MAX_SEGS],
-            count: 0,
-            read_count: 0,
-        }
-    }
-
-    /// Maps `pieces` into as many regions as they need.
-    fn map(
-        &mut self,
-        pool: &mut MrPool,
-        pieces: &[Piece],
-        writing: bool,
-        xid: u32,
-        depth: u32,
-    ) -> Result {
-        let start = self.count;
-        for run in frwr::runs(pieces, usize::try_from(depth)?) {
-            if self.count - start >= MAX_SEGS {
-                return Err(errno::emsgsize());
-            }
-            let (Some(index_slot), Some(seg_slot)) = (
-                self.indices.get_mut(self.count),
-                self.segs.get_mut(self.count),
-            ) else {
-                return Err(errno::emsgsize());
-            };
-            let (index, seg) = pool.map(run, writing, xid)?;
-            *index_slot = index;
-            *seg_slot = seg;
-            self.count += 1;
-        }
-        if !writing {
-            self.read_count = self.count;
-        }
-        Ok(())
-    }
-
-    fn indices(&self) -> &[u32] {
-        self.indices.get(..self.count).unwrap_or(&[])
-    }
-
-    fn read_segs(&self) -> &[Segment] {
-        self.segs.get(..self.read_count).unwrap_or(&[])
-    }
-
-    fn write_segs(&self) -> &[Segment] {
-        self.segs.get(self.read_count..self.count).unwrap_or(&[])
-    }
-}
-
-fn count_chunks(stats: &Stats, plan: &chunks::Plan, regs: &Registrations) {
-    let n = |s: &[Segment]| u64::try_from(s.len()).unwrap_or(0);
-    let bytes = |s: &[Segment]| s.iter().map(|s| u64::from(s.length)).sum::<u64>();
+fn count_chunks(stats: &Stats, plan: &chunks::Plan, reads: &[ReadSegment], written: &[Segment]) {
+    let n = |len: usize| u64::try_from(len).unwrap_or(0);
+    let bytes = written.iter().map(|s| u64::from(s.length)).sum::<u64>();
     stats
         .read_chunk_count
-        .fetch_add(n(regs.read_segs()), Ordering::Relaxed);
+        .fetch_add(n(reads.len()), Ordering::Relaxed);
     match plan.reply {
         ReplyPlan::WriteChunk(_) => {
             stats
                 .write_chunk_count
-                .fetch_add(n(regs.write_segs()), Ordering::Relaxed);
+                .fetch_add(n(written.len()), Ordering::Relaxed);
         }
         ReplyPlan::ReplyChunk { .. } => {
             stats
                 .reply_chunk_count
-                .fetch_add(n(regs.write_segs()), Ordering::Relaxed);
+                .fetch_add(n(written.len()), Ordering::Relaxed);
         }
         ReplyPlan::Inline => {}
     }
-    stats
-        .total_rdma_request
-        .fetch_add(bytes(regs.write_segs()), Ordering::Relaxed);
+    stats.total_rdma_request.fetch_add(bytes, Ordering::Relaxed);
     match plan.call {
         CallPlan::LongCall { .. } => {
             stats.nomsg_call_count.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The requests' xdr_bufs for rpcrdma_rs.ko (from the C rpc_rdma.c):
+ * reading a Call, describing both buffers for chunk planning, placing an
+ * inline Reply (rpcrdma_inline_fixup), and finding, completing and
+ * releasing requests by XID.
+ */
+#include <linux/highmem.h>
+#include <linux/sunrpc/auth.h>
+#include <linux/sunrpc/sched.h>
+#include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/xdr.h>
+
+#include "rpcrdma_rs_helpers.h"
+
+u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst)
+{
+	return be32_to_cpu(rqst->rq_xid);
+}
+
+u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst)
+{
+	return rqst->rq_snd_buf.len;
+}
+
+int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,
+			      void *buf, u32 len)
+{
+	return read_bytes_from_xdr_buf(&rqst->rq_snd_buf, offset, buf, len);
+}
+
+void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
+			      u32 *page_len)
+{
+	*buflen = rqst->rq_rcv_buf.buflen;
+	*page_len = rqst->rq_rcv_buf.page_len;
+}
+
+struct rpc_rqst *rpcrdma_rs_lookup_pin(struct rpc_xprt *xprt, u32 xid)
+{
+	struct rpc_rqst *rqst;
+
+	spin_lock(&xprt->queue_lock);
+	rqst = xprt_lookup_rqst(xprt, cpu_to_be32(xid));
+	if (rqst)
+		xprt_pin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+	return rqst;
+}
+
+static int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf)
+{
+	unsigned int i, npages;
+
+	if (!(buf->flags & XDRBUF_SPARSE_PAGES) || !buf->page_len)
+		return 0;
+	npages = (buf->page_base + buf->page_len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	for (i = buf->page_base >> PAGE_SHIFT; i < npages; i++) {
+		if (buf->pages[i])
+			continue;
+		buf->pages[i] = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+		if (!buf->pages[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Describes the Call's send buffer (@reply false) or the Reply's receive
+ * buffer (@reply true) for chunk planning and registration.  Sparse
+ * receive pages are allocated first: they are about to be registered.
+ */
+int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
+			   struct rpcrdma_rs_xdr_layout *out)
+{
+	struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
+	int rc = 0;
+
+	if (reply)
+		rc = rpcrdma_rs_alloc_sparse_pages(buf);
+	out->head = buf->head[0].iov_base;
+	out->head_len = buf->head[0].iov_len;
+	out->pages = buf->pages;
+	out->page_base = buf->page_base;
+	out->page_len = buf->page_len;
+	out->tail = buf->tail[0].iov_base;
+	out->tail_len = buf->tail[0].iov_len;
+	out->buflen = buf->buflen;
+	out->len = buf->len;
+	out->ddp = reply ? !!(buf->flags & XDRBUF_READ) :
+			   !!(buf->flags & XDRBUF_WRITE);
+	/*
+	 * Security flavors that checksum or encrypt the payload (krb5i,
+	 * krb5p) forbid DDP.  RPCAUTH_AUTH_DATATOUCH is a bit number.
+	 */
+	out->ddp_allowed = !(rqst->rq_cred &&
+			     test_bit(RPCAUTH_AUTH_DATATOUCH,
+				      &rqst->rq_cred->cr_auth->au_flags));
+	return rc;
+}
+
+static void rpcrdma_rs_copy_to_pages(struct page **pages, unsigned int base,
+				     const char *src, unsigned int len)
+{
+	while (len) {
+		struct page *page = pages[base >> PAGE_SHIFT];
+		unsigned int off = offset_in_page(base);
+		unsigned int n = min_t(unsigned int, len, PAGE_SIZE - off);
+
+		memcpy_to_page(page, off, src, n);
+		src += n;
+		base += n;
+		len -= n;
+	}
+}
+
+/*
+ * Copies the inline part of an RPC Reply (@len bytes at @data) into the
+ * request's receive buffer, as the C transport's rpcrdma_inline_fixup
+ * places it: the head first, then the pages, then the tail.  @writelist
+ * bytes of the Reply were placed in the pages by RDMA Write; a head left
+ * partly empty by such a reduced Reply is trimmed so that the decoder
+ * does not move the placed data.  Returns the bytes copied into pages.
+ */
+int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
+			    u32 writelist)
+{
+	struct xdr_buf *rcv = &rqst->rq_rcv_buf;
+	struct xdr_buf *priv = &rqst->rq_private_buf;
+	const char *src = data;
+	unsigned int copy_len = len, curlen, delta, fixup = 0;
+	unsigned int pad = writelist & 3;
+	int rc;
+
+	rc = rpcrdma_rs_alloc_sparse_pages(priv);
+	if (rc)
+		return rc;
+
+	curlen = rcv->head[0].iov_len;
+	if (curlen > copy_len) {
+		if (writelist) {
+			delta = curlen - copy_len;
+			rcv->head[0].iov_len = copy_len;
+			priv->head[0].iov_len = copy_len;
+			rcv->buflen -= delta;
+			priv->buflen -= delta;
+		}
+		curlen = copy_len;
+	}
+	memcpy(rcv->head[0].iov_base, src, curlen);
+	src += curlen;
+	copy_len -= curlen;
+
+	if (copy_len && rcv->page_len) {
+		unsigned int n = min(copy_len, rcv->page_len);
+
+		rpcrdma_rs_copy_to_pages(rcv->pages, rcv->page_base, src, n);
+		src += n;
+		copy_len -= n;
+		fixup = n;
+		/* The Write chunk's XDR pad sits at the front of the tail. */
+		if (pad) {
+			src -= pad;
+			copy_len += pad;
+		}
+	}
+	if (copy_len) {
+		if (copy_len > rcv->tail[0].iov_len)
+			return -EMSGSIZE;
+		memmove(rcv->tail[0].iov_base, src, copy_len);
+	}
+	return fixup;
+}
+
+/*
+ * Completes a pinned request with @result bytes received, or fails it with
+ * @result as a negative errno (as the C transport does for a bad reply).
+ */
+void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+
+	spin_lock(&xprt->queue_lock);
+	if (result < 0) {
+		rqst->rq_task->tk_status = result;
+		result = 0;
+	}
+	xprt_complete_rqst(rqst->rq_task, result);
+	xprt_unpin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+}
+
+/*
+ * Lets go of a pinned request without completing it: it stays waiting for
+ * a reply, and is retransmitted once the connection is re-established (C:
+ * rpcrdma_unpin_rqst, for a reply whose invalidation was flushed).
+ */
+void rpcrdma_rs_unpin(struct rpc_rqst *rqst)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+
+	spin_lock(&xprt->queue_lock);
+	xprt_unpin_rqst(rqst);
+	spin_unlock(&xprt->queue_lock);
+}
