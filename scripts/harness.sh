@@ -10,15 +10,19 @@
 #                      [--append KERNEL-ARGS]
 #
 # Writes everything into the run directory (default under the cache):
-# params, both guests' logs and dmesg, one TAP file per test. Exits non-zero
-# when a test failed, a guest failed to set up or the time ran out, or
-# either kernel logged an oops, BUG, WARN, lockdep splat or kmemleak report.
+# params, both guests' logs and dmesg, one TAP file per test, summary,
+# problems.txt and accepted-skips.txt. Exits non-zero when a test failed,
+# exited non-zero or wrote to stderr, skipped a case not listed in
+# selftests/rpcrdma_rs/known_skips, a guest failed to set up or the time
+# ran out, either kernel logged an oops, BUG, WARN, lockdep splat, SLUB
+# report, stall, lockup or kmemleak report, was tainted or lost lockdep,
+# kmemleak did not run, or the kernel's rpcrdma loaded in an rs run.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 transport=c
 rdma=rxe
-tests="nfs_data_integrity.sh nfs_workloads.sh nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh"
+tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_krb5.sh nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh"
 out=""
 limit=${HARNESS_TIMEOUT:-1200}
 extra_env=()
@@ -38,6 +42,86 @@ while [ $# -gt 0 ]; do
 done
 case "$transport" in c | rs) ;; *) die "--transport is c or rs" ;; esac
 case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
+
+# The skips a run accepts, each with its reason; any other skip fails it.
+# Lines "TRANSPORT | TEST: CASE | REASON" (see the file).
+known_skips=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/known_skips
+[ -f "$known_skips" ] || die "no $known_skips"
+ks_pattern=() ks_reason=()
+lineno=0
+while IFS='|' read -r k_transport k_pattern k_reason k_extra || [ -n "$k_transport" ]; do
+	lineno=$((lineno + 1))
+	read -r k_transport <<<"$k_transport"
+	case "$k_transport" in '' | '#'*) continue ;; esac
+	read -r k_pattern <<<"$k_pattern"
+	read -r k_reason <<<"$k_reason"
+	case "$k_transport" in c | rs) ;; *) die "$known_skips:$lineno: the transport is c or rs" ;; esac
+	if [ -z "$k_pattern" ] || [ -z "$k_reason" ] || [ -n "$k_extra" ]; then
+		die "$known_skips:$lineno: not TRANSPORT | TEST: CASE | REASON"
+	fi
+	[ "$k_transport" = "$transport" ] || continue
+	ks_pattern+=("$k_pattern")
+	ks_reason+=("$k_reason")
+done <"$known_skips"
+
+# known_skip KEY: prints the reason known_skips gives for skipping the case
+# KEY ("test.sh: description") under this transport; fails if none does.
+known_skip() {
+	local i
+	for i in "${!ks_pattern[@]}"; do
+		# shellcheck disable=SC2053 # the pattern is a glob on purpose
+		if [[ $1 == ${ks_pattern[$i]} ]]; then
+			echo "${ks_reason[$i]}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Kernel reports that fail a run, from the log or the console (extended
+# regular expressions): oopses, BUG and WARNING splats (lockdep's
+# included), SLUB debugging reports ("BUG kmalloc-128 (Not tainted): ..."
+# has no colon after BUG), lockdep's INFO reports, RCU stalls, hung tasks,
+# soft and workqueue lockups, failed page allocations, KFENCE, UBSAN,
+# panics, Rust panics and kmemleak reports. (The test kernel has no
+# hung task, soft lockup or workqueue watchdog built in; the patterns
+# are there for a kernel that does.)
+kernel_problem_patterns=(
+	'BUG:' 'WARNING:' 'Oops' 'kernel BUG' 'general protection fault'
+	'possible circular locking' 'possible recursive locking' 'inconsistent lock state'
+	'suspicious RCU usage' 'DEBUG_LOCKS_WARN_ON' 'bad unlock balance'
+	'BUG [^ ]+ \((Not tainted|Tainted: [^)]*)\)' '([Pp]oison|Redzone|[Pp]adding) overwritten'
+	'INFO: trying to register non-static key'
+	'self-detected stall' 'detected (expedited )?stalls'
+	'INFO: task .* blocked for more than'
+	'BUG: soft lockup' 'BUG: workqueue lockup'
+	'page allocation failure'
+	'KFENCE:' 'UBSAN:' 'Kernel panic' 'rust_panic' 'panicked at' 'unreferenced object'
+)
+kernel_problem_re=$(IFS='|'; echo "${kernel_problem_patterns[*]}")
+
+# Taint flags by bit (include/linux/panic.h); O (out-of-tree module) and E
+# (unsigned module) are what loading rpcrdma_rs.ko does, nothing else is
+# expected of a good run.
+taint_letters=PFSRMBUDAWCIOELKXTN
+taint_allowed=OE
+# bad_taint VALUE: prints the flags of a /proc/sys/kernel/tainted value
+# other than the allowed ones.
+bad_taint() {
+	local v=$1 i flag out=""
+	for ((i = 0; i < 64; i++)); do
+		((v >> i & 1)) || continue
+		flag=${taint_letters:i:1}
+		[ -n "$flag" ] || flag="bit$i"
+		[[ $taint_allowed == *"$flag"* ]] || out="$out $flag"
+	done
+	echo "${out# }"
+}
+
+# kmemleak must have scanned both guests, unless the kernel command line
+# turned it off on purpose (scripts/bench.sh does, to measure).
+kmemleak_expected=1
+case " $append " in *" kmemleak=off "*) kmemleak_expected=0 ;; esac
 
 kdir=$(kernel_dir)
 [ -f "$kdir/.rpcrdma-rs-complete" ] || die "no test kernel (scripts/build-kernel.sh)"
@@ -103,24 +187,62 @@ log "guests finished in $(($(date +%s) - start)) s (client $client_status, serve
 
 problems=()
 [ "$client_status" = 124 ] || [ "$server_status" = 124 ] && problems+=("timed out after $limit s")
+[ "$kmemleak_expected" = 1 ] || log "kmemleak turned off (--append '$append'): not checked"
 for role in server client; do
 	[ -e "$out/$role-failed" ] && problems+=("$role setup failed: $(cat "$out/$role-failed")")
-	[ -s "$out/$role-dmesg.txt" ] || problems+=("$role: no dmesg collected (guest died?)")
-	# Kernel reports that fail a run, from the log or the console.
-	if grep -hE 'BUG:|WARNING:|Oops|kernel BUG|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|DEBUG_LOCKS_WARN_ON|bad unlock balance|KFENCE:|UBSAN:|Kernel panic|rust_panic|panicked at|unreferenced object' \
-		"$out/$role-dmesg.txt" "$out/$role-console.log" 2>/dev/null | sort -u >"$out/$role-kernel-problems.txt" &&
-		[ -s "$out/$role-kernel-problems.txt" ]; then
+	if [ ! -s "$out/$role-dmesg.txt" ]; then
+		problems+=("$role: no dmesg collected (guest died?)")
+		continue
+	fi
+	# grep's status is left out: a missing console log must not hide what
+	# the dmesg file has. The console's carriage returns go, so that the
+	# same line from both counts once.
+	{ grep -hE "$kernel_problem_re" "$out/$role-dmesg.txt" "$out/$role-console.log" 2>/dev/null || true; } |
+		tr -d '\r' | sort -u >"$out/$role-kernel-problems.txt"
+	if [ -s "$out/$role-kernel-problems.txt" ]; then
 		problems+=("$role kernel: $(head -3 "$out/$role-kernel-problems.txt" | tr '\n' ' ')")
 	fi
-	if [ -s "$out/$role-kmemleak.txt" ] && ! grep -q unavailable "$out/$role-kmemleak.txt"; then
-		problems+=("$role: kmemleak: $(head -2 "$out/$role-kmemleak.txt" | tr '\n' ' ')")
+	# The guest records these next to its dmesg, also when it failed.
+	taint=$(cat "$out/$role-tainted" 2>/dev/null || true)
+	if ! [[ $taint =~ ^[0-9]+$ ]]; then
+		problems+=("$role: kernel taint not recorded")
+	elif [ -n "$(bad_taint "$taint")" ]; then
+		problems+=("$role: kernel tainted $(bad_taint "$taint") (tainted=$taint; only $taint_allowed allowed)")
+	fi
+	debug_locks=$(cat "$out/$role-debug-locks" 2>/dev/null || true)
+	case "$debug_locks" in
+	1) ;;
+	0) problems+=("$role: lockdep turned itself off (debug_locks 0)") ;;
+	*) problems+=("$role: no lockdep state (/proc/lockdep_stats debug_locks '$debug_locks')") ;;
+	esac
+	# A guest that failed to set up never scans; that failure is reported.
+	if [ "$kmemleak_expected" = 1 ] && [ ! -e "$out/$role-failed" ]; then
+		kmemleak_rc=$(cat "$out/$role-kmemleak.rc" 2>/dev/null || true)
+		if [ "$kmemleak_rc" != 0 ]; then
+			problems+=("$role: kmemleak did not scan (status ${kmemleak_rc:-none}): $(head -2 "$out/$role-kmemleak.txt" 2>/dev/null | tr '\n' ' ')")
+		elif [ -s "$out/$role-kmemleak.txt" ]; then
+			problems+=("$role: kmemleak: $(head -2 "$out/$role-kmemleak.txt" | tr '\n' ' ')")
+		fi
+		if grep -q 'kmemleak: Kernel memory leak detector disabled' "$out/$role-dmesg.txt"; then
+			problems+=("$role: kmemleak disabled itself during the run")
+		fi
 	fi
 done
 [ -e "$out/client-unload-failed" ] && problems+=("client: transport did not unload")
+[ -e "$out/client-rpcrdma-loaded" ] &&
+	problems+=("client: the kernel's rpcrdma was loaded in an rs run (after: $(tr '\n' ' ' <"$out/client-rpcrdma-loaded"))")
 
-# Each test must have produced TAP with its whole plan.
+# Each test must have exited 0 unless it reported a failed case, written
+# nothing to stderr, and produced TAP with its whole plan; each skip must
+# be a known one.
+passed=0 skipped=0 failed=0
+accepted=()
+: >"$out/failures.txt"
 for t in $tests; do
 	f=$out/tap/$t.tap
+	if [ -s "$out/tap/$t.err" ]; then
+		problems+=("$t wrote to stderr: $(head -3 "$out/tap/$t.err" | tr '\n' ' ')")
+	fi
 	if [ ! -s "$f" ]; then
 		problems+=("$t produced no TAP")
 		continue
@@ -128,12 +250,29 @@ for t in $tests; do
 	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$f" | head -1)
 	ran=$(grep -cE '^(not )?ok ' "$f" || true)
 	[ "$plan" = "$ran" ] || problems+=("$t: planned ${plan:-?} cases, reported $ran")
+	[ "$plan" = 0 ] && problems+=("$t: planned no cases")
 	grep -E '^not ok ' "$f" | sed "s|^|$t: |" >>"$out/failures.txt" || true
+	status=$(awk -v t="$t" '$1 == t && $2 == "exit" { s = $3 } END { print s }' "$out/tap/status" 2>/dev/null || true)
+	if [ -z "$status" ]; then
+		problems+=("$t: no exit status recorded")
+	elif [ "$status" != 0 ] && ! grep -qE '^not ok ' "$f"; then
+		problems+=("$t exited $status without a failed case")
+	fi
+	passed=$((passed + $(grep -E '^ok ' "$f" | grep -vc '# SKIP' || true)))
+	failed=$((failed + $(grep -cE '^not ok ' "$f" || true)))
+	# Skips at the top level and in subtests (indented TAP) alike.
+	while IFS=$'\t' read -r level desc reason; do
+		read -r desc <<<"$desc"
+		if why=$(known_skip "$t: $desc"); then
+			accepted+=("$t: $desc ($why)")
+			[ "$level" = top ] && skipped=$((skipped + 1))
+		else
+			problems+=("$t: skip not in known_skips: '$desc' (# SKIP $reason)")
+		fi
+	done < <(sed -nE -e 's/^ok [0-9]+(.*)# SKIP ?(.*)$/top\t\1\t\2/p' \
+		-e 's/^[[:space:]]+ok [0-9]+(.*)# SKIP ?(.*)$/sub\t\1\t\2/p' "$f")
 done
 
-passed=$(cat "$out"/tap/*.tap 2>/dev/null | grep -E '^ok ' | grep -vc '# SKIP' || true)
-skipped=$(cat "$out"/tap/*.tap 2>/dev/null | grep -cE '^ok .*# SKIP' || true)
-failed=$(cat "$out"/tap/*.tap 2>/dev/null | grep -cE '^not ok ' || true)
 # A harness problem counts as a failed case of its own.
 failed=$((failed + ${#problems[@]}))
 {
@@ -141,10 +280,17 @@ failed=$((failed + ${#problems[@]}))
 	echo "failed=$failed"
 	echo "skipped=$skipped"
 } >"$out/summary"
+: >"$out/problems.txt"
+[ "${#problems[@]}" = 0 ] || printf '%s\n' "${problems[@]}" >"$out/problems.txt"
+: >"$out/accepted-skips.txt"
+[ "${#accepted[@]}" = 0 ] || printf '%s\n' "${accepted[@]}" >"$out/accepted-skips.txt"
 
 for t in $tests; do
-	[ -s "$out/tap/$t.tap" ] && sed "s|^|  [$transport/$rdma] $t: |" "$out/tap/$t.tap" | grep -E '(not )?ok |# ' >&2
+	[ -s "$out/tap/$t.tap" ] || continue
+	# (A TAP file without a single case must not stop the report here.)
+	sed "s|^|  [$transport/$rdma] $t: |" "$out/tap/$t.tap" | grep -E '(not )?ok |# ' >&2 || true
 done
+for s in "${accepted[@]}"; do log "accepted skip (known_skips): $s"; done
 for p in "${problems[@]}"; do log "PROBLEM: $p"; done
 log "$transport/$rdma: $passed passed, $failed failed, $skipped skipped (logs: $out)"
 [ "$failed" = 0 ]

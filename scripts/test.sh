@@ -52,7 +52,33 @@ awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
 	"$results/host.log" >"$results/host.summary"
 add_counts "$results/host.summary"
 
-# A self-test of the harness: BREAK_DATA_CHECK=1 must make the run fail.
+# A self-test of the harness, one short run: with HARNESS_CANARY=1,
+# harness_canary.sh plants a kernel WARNING and a data check with a wrong
+# expected checksum. The run must fail for exactly these two reasons: the
+# data check's "not ok" and the client kernel's WARNING, nothing else.
+canary_caught() { # RUN-DIR
+	local d=$1
+	grep -qx 'failed=2' "$d/summary" &&
+		[ "$(wc -l <"$d/failures.txt")" = 1 ] &&
+		grep -q '^harness_canary.sh: not ok [0-9]* 1 MiB written and read back matches' "$d/failures.txt" &&
+		[ "$(wc -l <"$d/problems.txt")" = 1 ] &&
+		grep -q '^client kernel: .*WARNING: harness canary' "$d/problems.txt" &&
+		! grep -qv 'harness canary' "$d/client-kernel-problems.txt"
+}
+log "harness self-test (a planted kernel WARNING and data error must fail the run)"
+canary_status=0
+scripts/harness.sh --transport c --rdma rxe --tests harness_canary.sh --env HARNESS_CANARY=1 \
+	--out "$results/harness-self-test" || canary_status=$?
+if [ "$canary_status" != 0 ] && canary_caught "$results/harness-self-test" 2>/dev/null; then
+	echo "ok - harness self-test"
+	passed=$((passed + 1))
+else
+	echo "not ok - harness self-test (status $canary_status; see $results/harness-self-test)"
+	failed=$((failed + 1))
+fi
+
+# BREAK_DATA_CHECK=1 scripts/test.sh: every data check's expectation is
+# wrong, and every run must fail.
 harness_args=()
 [ -n "${BREAK_DATA_CHECK:-}" ] && harness_args+=(--env "BREAK_DATA_CHECK=$BREAK_DATA_CHECK")
 

@@ -8,11 +8,18 @@ RUN_DIR=$1
 exec >"$RUN_DIR/client.log" 2>&1
 set -x
 
-fail() { echo "client: $*"; echo "$*" >"$RUN_DIR/client-failed"; dmesg >"$RUN_DIR/client-dmesg.txt"; touch "$RUN_DIR/client-done"; exit 1; }
+fail() {
+	echo "client: $*"; echo "$*" >"$RUN_DIR/client-failed"
+	record_kernel_state client; dmesg >"$RUN_DIR/client-dmesg.txt"
+	touch "$RUN_DIR/client-done"; exit 1
+}
 
 setup_link "$CLIENT_MAC" "$CLIENT_IP4" "$CLIENT_IP6" >/dev/null || fail "link setup"
 echo 'clear' >/sys/kernel/debug/kmemleak 2>/dev/null
 load_transport || fail "loading transport $TRANSPORT"
+# Without the class a proto=rdma mount would load the kernel's rpcrdma by
+# itself, and still show "xprt: rdma".
+rdma_xprt_registered || fail "transport $TRANSPORT registered no rdma transport class"
 wait_for_file "$RUN_DIR/server-ready" 300 || fail "server not ready"
 [ -e "$RUN_DIR/server-failed" ] && fail "server failed: $(cat "$RUN_DIR/server-failed")"
 
@@ -22,6 +29,11 @@ for t in $TESTS; do
 	echo "=== $t"
 	timeout "${TEST_TIMEOUT:-600}" bash "$SELFTEST_DIR/$t" "$RUN_DIR" >"$RUN_DIR/tap/$t.tap" 2>"$RUN_DIR/tap/$t.err"
 	echo "$t exit $?" >>"$RUN_DIR/tap/status"
+	# The kernel's rpcrdma must never load in an rpcrdma_rs run; the
+	# harness fails the run, naming the tests after which it was loaded.
+	if [ "$TRANSPORT" = rs ] && [ -e /sys/module/rpcrdma ]; then
+		echo "$t" >>"$RUN_DIR/client-rpcrdma-loaded"
+	fi
 	# A test that ran out of time may leave mounts behind: they would
 	# change what the next test sees.
 	umount -a -f -l -t nfs,nfs4 2>/dev/null
@@ -35,5 +47,7 @@ if lsmod | grep -q "^rpcrdma_rs\b\|^rpcrdma\b"; then
 	unload_transport || echo "transport unload failed" >"$RUN_DIR/client-unload-failed"
 fi
 kmemleak_report >"$RUN_DIR/client-kmemleak.txt"
+echo $? >"$RUN_DIR/client-kmemleak.rc"
+record_kernel_state client
 dmesg >"$RUN_DIR/client-dmesg.txt"
 touch "$RUN_DIR/client-done"

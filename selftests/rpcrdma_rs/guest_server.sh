@@ -8,7 +8,10 @@ RUN_DIR=$1
 exec >"$RUN_DIR/server.log" 2>&1
 set -x
 
-fail() { echo "server: $*"; echo "$*" >"$RUN_DIR/server-failed"; dmesg >"$RUN_DIR/server-dmesg.txt"; exit 1; }
+fail() {
+	echo "server: $*"; echo "$*" >"$RUN_DIR/server-failed"
+	record_kernel_state server; dmesg >"$RUN_DIR/server-dmesg.txt"; exit 1
+}
 
 ifname=$(setup_link "$SERVER_MAC" "$SERVER_IP4" "$SERVER_IP6") || fail "link setup"
 mkdir -p /srv/export
@@ -73,5 +76,7 @@ set -x
 sleep 2
 [ -n "${tcpdump_pid:-}" ] && kill -INT "$tcpdump_pid" && wait "$tcpdump_pid"
 kmemleak_report >"$RUN_DIR/server-kmemleak.txt"
+echo $? >"$RUN_DIR/server-kmemleak.rc"
+record_kernel_state server
 dmesg >"$RUN_DIR/server-dmesg.txt"
 touch "$RUN_DIR/server-done"

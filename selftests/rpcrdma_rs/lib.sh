@@ -17,10 +17,13 @@ tap_not_ok() {
 	echo "not ok $tap_count $*"
 }
 tap_skip() { tap_count=$((tap_count + 1)); echo "ok $tap_count $1 # SKIP $2"; }
-# tap_check DESCRIPTION COMMAND...: one test case from a command's status.
+# tap_check DESCRIPTION COMMAND...: one test case from a command's status,
+# which it returns (so that "if ! tap_check ...; then" sees a failure).
 tap_check() {
 	local desc=$1; shift
-	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; fi
+	if "$@"; then tap_ok "$desc"; return 0; fi
+	tap_not_ok "$desc"
+	return 1
 }
 tap_diag() { echo "# $*"; }
 tap_exit() { [ "$tap_failed" = 0 ]; exit $?; }
@@ -34,13 +37,18 @@ require_rs_transport() {
 	exit 0
 }
 
-# Ends a test that needs an NFS mount over RDMA, as one skipped case, when
-# the transport under test has not registered the rdma transport class.
+# Ends a test that needs an NFS mount over RDMA, as one failed case, when
+# the transport under test has not registered the rdma transport class:
+# the test would prove nothing, and the guest loads that transport first.
 require_rdma_xprt() {
 	rdma_xprt_registered && return 0
 	tap_plan 1
-	tap_skip "$1" "no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
-	exit 0
+	if [ "$TRANSPORT" = rs ] && [ -e /sys/module/rpcrdma ]; then
+		tap_not_ok "$1: the kernel's rpcrdma is loaded in an rpcrdma_rs run"
+	else
+		tap_not_ok "$1: no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
+	fi
+	exit 1
 }
 
 # The network interface with the given MAC address.
@@ -116,20 +124,59 @@ rdma_xprt_registered() {
 # nfs_mount VERS MNT [PROTO]: mounts the server guest's export at MNT.
 # PROTO is rdma (default), rdma6 or tcp. NFSv3 mounts the tmpfs itself,
 # with nolock: NLM runs over TCP/UDP, not this transport, and the guest has
-# no statd. NFSv4 mounts the pseudo-root (the export is fsid=0).
+# no statd. NFSv4 mounts the pseudo-root (the export is fsid=0). An RDMA
+# mount that the transport under test does not carry is unmounted again
+# and fails (see rdma_mount_carrier_ok).
 nfs_mount() {
-	local vers=$1 mnt=$2 proto=${3:-rdma} server=$SERVER_IP4 path=/ opts
+	local vers=$1 mnt=$2 proto=${3:-rdma} addr=$SERVER_IP4 server path=/ opts
 	opts="vers=$vers,proto=$proto"
 	case "$proto" in
 	rdma) opts="$opts,port=20049" ;;
-	rdma6) opts="$opts,port=20049" server="[$SERVER_IP6]" ;;
+	rdma6) opts="$opts,port=20049" addr=$SERVER_IP6 ;;
 	esac
+	server=$addr
+	[ "$proto" = rdma6 ] && server="[$addr]"
 	if [ "$vers" = 3 ]; then
 		opts="$opts,nolock"
 		path=/srv/export
 	fi
 	mkdir -p "$mnt"
-	mount -t nfs -o "$opts" "$server:$path" "$mnt"
+	mount -t nfs -o "$opts" "$server:$path" "$mnt" || return 1
+	case "$proto" in
+	rdma | rdma6)
+		if ! rdma_mount_carrier_ok "$addr"; then
+			umount "$mnt" 2>/dev/null || umount -f -l "$mnt" 2>/dev/null
+			return 1
+		fi
+		;;
+	esac
+}
+
+# rdma_mount_carrier_ok ADDR: the module under test, not the other one,
+# carries the RDMA transports to the server at ADDR. Mountstats says
+# "xprt: rdma" for both, and a proto=rdma mount loads the kernel's rpcrdma
+# by itself when no rdma class is registered; rpcrdma_rs lists each of its
+# transports in debugfs "xprts" by server address ("xprt ADDR").
+rdma_mount_carrier_ok() {
+	local addr=$1 xprts=/sys/kernel/debug/rpcrdma_rs/xprts
+	case "$TRANSPORT" in
+	rs)
+		if [ -e /sys/module/rpcrdma ]; then
+			tap_diag "the kernel's rpcrdma is loaded in an rpcrdma_rs run"
+			return 1
+		fi
+		if ! grep -qxF "xprt $addr" "$xprts" 2>/dev/null; then
+			tap_diag "no rpcrdma_rs transport to $addr: $(tr '\n' ' ' <"$xprts" 2>/dev/null)"
+			return 1
+		fi
+		;;
+	c)
+		if [ -e /sys/module/rpcrdma_rs ]; then
+			tap_diag "rpcrdma_rs is loaded in a run of the C transport"
+			return 1
+		fi
+		;;
+	esac
 }
 
 # The "xprt:" line of the NFS mount at MNT in /proc/self/mountstats.
@@ -143,15 +190,26 @@ mount_uses() {
 	[ "$(mount_xprt_line "$1" | awk '{ print $2 }')" = "$2" ]
 }
 
-# Runs a kmemleak scan; prints what it found (nothing when clean).
+# Runs a kmemleak scan; prints what it found (nothing when clean). Fails,
+# saying why, when kmemleak is not there or disabled (then it refuses the
+# scan) or a step fails: the harness must not take that for a clean scan.
 kmemleak_report() {
 	local f=/sys/kernel/debug/kmemleak
-	[ -w "$f" ] || { echo "kmemleak unavailable"; return 0; }
-	echo scan >"$f"
+	[ -w "$f" ] || { echo "kmemleak unavailable: no $f"; return 1; }
+	echo scan >"$f" || { echo "kmemleak scan failed (disabled?)"; return 1; }
 	# Objects are reported only once seen unreferenced in two scans.
 	sleep 6
-	echo scan >"$f"
-	cat "$f"
+	echo scan >"$f" || { echo "kmemleak second scan failed (disabled?)"; return 1; }
+	cat "$f" || { echo "kmemleak report unreadable"; return 1; }
+}
+
+# record_kernel_state ROLE: what the harness checks of this kernel once the
+# guest is done: its taint flags, and lockdep's debug_locks, which turns 0
+# when lockdep gives up (the kernel shows it only in /proc/lockdep_stats;
+# the file stays empty without lockdep).
+record_kernel_state() {
+	cat /proc/sys/kernel/tainted >"$RUN_DIR/$1-tainted"
+	awk '$1 == "debug_locks:" { print $2 }' /proc/lockdep_stats >"$RUN_DIR/$1-debug-locks"
 }
 
 # server_run COMMAND...: runs a shell command in the server guest (see
@@ -175,10 +233,32 @@ mountstats_field() {
 	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
 }
 
-# rs_xprt_field NAME: NAME's value for the first rpcrdma_rs transport in
-# debugfs (rpcrdma_rs/xprts).
+# rs_xprt_field NAME: NAME's value for the one rpcrdma_rs transport in
+# debugfs (rpcrdma_rs/xprts); prints nothing and fails unless there is
+# exactly one. A transport whose mount is gone lingers until its destroy
+# work has run, so this waits up to 30 s for the count to settle at one.
 rs_xprt_field() {
-	awk -v k="$1" '$1 == k { print $2; exit }' /sys/kernel/debug/rpcrdma_rs/xprts
+	local f=/sys/kernel/debug/rpcrdma_rs/xprts i value
+	for ((i = 0; i < 300; i++)); do
+		# One read of the file: the count and the value belong together.
+		if value=$(awk -v k="$1" '$1 == "transports" { n = $2 }
+			$1 == k && !found { v = $2; found = 1 }
+			END { if (n != 1) exit 1; print v }' "$f" 2>/dev/null); then
+			echo "$value"
+			return 0
+		fi
+		sleep 0.1
+	done
+	# Said on stderr: the value is what goes to stdout.
+	echo "rs_xprt_field $1: not exactly one transport in $f: $(tr '\n' ' ' <"$f" 2>/dev/null)" >&2
+	return 1
+}
+
+# break_checksums FILE: the harness's self-test (BREAK_DATA_CHECK=1) makes
+# every expectation in a sha256sum FILE wrong by rotating the first hex
+# digit of each line (0 becomes 1, ..., f becomes 0): always a change.
+break_checksums() {
+	sed -i 'h; s/^\(.\).*/\1/; y/0123456789abcdef/123456789abcdef0/; G; s/\n.//' "$1"
 }
 
 # Drops clean page cache, so that reads go to the server.

@@ -4,7 +4,7 @@
 # NFS over RDMA data integrity: for each NFS version, mount with
 # proto=rdma, check the mount really uses the rdma transport, write files
 # of several sizes (buffered and O_DIRECT), remount to defeat the page
-# cache, read them back and compare checksums.
+# cache, read them back and compare checksums; then the same over IPv6.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
@@ -13,7 +13,7 @@ CASES_PER_VERSION=7
 
 require_rdma_xprt "nfs data integrity"
 set -- $VERSIONS
-IPV6_CASES=4
+IPV6_CASES=5
 tap_plan $(($# * (CASES_PER_VERSION + IPV6_CASES)))
 
 scratch=/mnt/scratch
@@ -30,7 +30,7 @@ head -c $((4 << 20)) /dev/urandom >"$scratch/direct"
 if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	# Self-test of the harness: a wrong expectation must fail the run.
 	tap_diag "BREAK_DATA_CHECK=1: corrupting the expected checksums"
-	sed -i 's/^./0/' "$scratch/expected.sha256"
+	break_checksums "$scratch/expected.sha256"
 fi
 
 write_files() {
@@ -81,7 +81,8 @@ for vers in $VERSIONS; do
 	dir="$mnt/integrity6-$$"
 	mkdir -p "$dir"
 	write_files "$dir" && umount "$mnt" && nfs_mount "$vers" "$mnt" rdma6
-	tap_check "NFSv$vers IPv6 written files read back match" verify_buffered "$dir"
+	tap_check "NFSv$vers IPv6 buffered read back matches" verify_buffered "$dir"
+	tap_check "NFSv$vers IPv6 O_DIRECT read back matches" verify_direct "$dir"
 	rm -rf "$dir"
 	tap_check "NFSv$vers IPv6 unmount" umount "$mnt"
 done

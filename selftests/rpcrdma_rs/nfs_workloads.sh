@@ -43,24 +43,30 @@ tree_sums() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
 copy_tree() {
 	local src=$scratch/tree i
 	rm -rf "$src"
-	for i in $(seq 0 9); do mkdir -p "$src/d$i/e$((i % 3))"; done
 	for i in $(seq 1 120); do
-		head -c $((RANDOM % 20000 + 1)) /dev/urandom >"$src/d$((i % 10))/e$((i % 3))/f$i"
+		mkdir -p "$src/d$((i % 10))/e$((i % 3))" &&
+			head -c $((RANDOM % 20000 + 1)) /dev/urandom >"$src/d$((i % 10))/e$((i % 3))/f$i" ||
+			return 1
 	done
+	[ "$(find "$src" -type f | wc -l)" = 120 ] || return 1
 	cp -a "$src" "$1/tree" && drop_caches &&
 		diff <(tree_sums "$src") <(tree_sums "$1/tree")
 }
 
 # The server makes the entries (one CREATE per file would take minutes
-# under TCG); the client must list every one.
+# under TCG); the client must list every one, each once, and nothing else:
+# the sorted names are compared, not only their count.
 list_big_dir() {
-	local n
+	local expected=$scratch/big.expected listed=$scratch/big.listed
 	server_run "mkdir -p /srv/export/big && cd /srv/export/big && seq -f 'entry%05g' 10000 | xargs touch" ||
 		return 1
 	drop_caches
-	n=$(ls -f "$1/big" | grep -c '^entry')
-	tap_diag "listed $n entries"
-	[ "$n" = 10000 ]
+	seq -f 'entry%05g' 10000 | LC_ALL=C sort >"$expected"
+	ls -f "$1/big" | grep -vxE '\.\.?' | LC_ALL=C sort >"$listed"
+	tap_diag "listed $(wc -l <"$listed") entries"
+	diff "$expected" "$listed" >"$scratch/big.diff" && return 0
+	head -5 "$scratch/big.diff" | sed 's/^/# /'
+	return 1
 }
 
 positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
@@ -94,17 +100,41 @@ rm -rf "$dir"
 server_run "rm -rf /srv/export/big"
 tap_check "unmount" umount "$mnt"
 
+# Bytes the NFS mount at MNT has written to the server (mountstats
+# "bytes:" line, serverwritebytes).
+server_written() {
+	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
+		found && $1 == "bytes:" { print $7; exit }' /proc/self/mountstats
+}
+
 # Reconnect: restart nfsd while fio writes and then verifies (NFSv3: no
 # state to reclaim, so only the transport is under test).
 restart_during_fio() {
-	local pid rc
+	local pid rc i
 	nfs_mount 3 "$mnt" || return 1
 	mkdir -p "$mnt/restart"
 	fio_job restart "$mnt/restart" --rw=write --bs=1M --size=24M --direct=1 &
 	pid=$!
-	sleep 4
-	server_run 'rpc.nfsd 0; sleep 3; rpc.nfsd 8 && echo "rdma 20049" >/proc/fs/nfsd/portlist' ||
-		tap_diag "nfsd restart failed"
+	# nfsd restarts once fio has written its first MiB to the server, how
+	# long that takes on this machine (at most two minutes), not after a
+	# fixed guess; fio must still be running then, or the restart would not
+	# be under I/O. The file's size cannot tell: fio sizes it up front.
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		[ "$(server_written "$mnt")" -ge $((1 << 20)) ] 2>/dev/null && break
+		sleep 0.1
+	done
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid"
+		tap_diag "fio ended (status $?) before nfsd restarted"
+		return 1
+	fi
+	tap_diag "restarting nfsd under fio, $(server_written "$mnt") bytes written"
+	if ! server_run 'rpc.nfsd 0 && sleep 3 && rpc.nfsd 8 && echo "rdma 20049" >/proc/fs/nfsd/portlist'; then
+		# fio cannot finish without the server: no waiting for it.
+		tap_diag "nfsd restart failed (server-cmd-*.log in the run directory)"
+		return 1
+	fi
 	wait "$pid"
 	rc=$?
 	tap_diag "$(mount_xprt_line "$mnt")"
