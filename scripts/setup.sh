@@ -18,6 +18,9 @@ DEBIAN_PACKAGES=(
 	qemu-system-x86 busybox-static udev iproute2 rdma-core ibverbs-utils
 	perftest nfs-kernel-server nfs-common rpcbind fio tcpdump tshark
 	procps psmisc
+	# a Kerberos realm in the guests (nfs_krb5.sh): krb5kdc, kdb5_util and
+	# kadmin.local, kinit and klist
+	krb5-kdc krb5-admin-server krb5-user
 )
 
 missing=()
@@ -33,6 +36,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	# tshark asks whether non-root users may capture; the answer does not matter here.
 	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+	# krb5-config asks for a default realm and its servers; nfs_krb5.sh
+	# writes the guests' own krb5.conf.
+	debconf-set-selections <<-EOF
+		krb5-config krb5-config/default_realm string RPCRDMA.TEST
+		krb5-config krb5-config/add_servers boolean false
+	EOF
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
