@@ -256,7 +256,9 @@ impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
     }
 
     /// Takes back a buffer [`Received::hold`] kept aside; `held` is handed
-    /// back if it is another buffer's.
+    /// back if it is another buffer's. A `HeldRecv` must not outlive its
+    /// buffer (the owner drops every one before freeing the buffers), or a
+    /// new buffer at the same address could take it for its own.
     pub(crate) fn reclaim(
         &self,
         held: HeldRecv,

@@ -105,7 +105,9 @@ impl FreeSends {
 /// gate that stops posting at teardown, the Receive buffers, the free Send
 /// buffers, the memory regions, credits.
 ///
-/// Lock order: `recvs`, then `gate`, then `pool`.
+/// Lock order: `recvs`, then `gate`, then `pool`. A reply held for its
+/// invalidation is delivered under `recvs` (the buffer must stay put while
+/// it is read), so sunrpc's queue lock and wait queues nest inside it.
 #[pin_data]
 pub(crate) struct EpShared {
     #[pin]
