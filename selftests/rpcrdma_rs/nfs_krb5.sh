@@ -358,8 +358,13 @@ check() {
 client_prepare() {
 	local rc=0
 	{
-		mkdir -p "$KRB_DIR" && etc_save hosts krb5.conf krb5.keytab &&
-			write_hosts client && write_krb5_conf
+		mkdir -p "$KRB_DIR" && etc_save hosts krb5.conf krb5.keytab nfs.conf &&
+			write_hosts client && write_krb5_conf &&
+			# This kernel's upcalls name no enctypes, and rpc.gssd then
+			# falls back to single DES, which Kerberos no longer has: name
+			# the ones the kernel supports.
+			printf '\n[gssd]\nallowed-enctypes=aes256-cts-hmac-sha1-96,aes128-cts-hmac-sha1-96\n' \
+				>>/etc/nfs.conf
 	} >>"$CLIENT_LOG" 2>&1 || { tap_diag "could not write /etc/hosts and /etc/krb5.conf"; rc=1; }
 	modprobe rpcsec_gss_krb5 >>"$CLIENT_LOG" 2>&1 || { tap_diag "no rpcsec_gss_krb5"; return 1; }
 	tap_diag "kernel Kerberos enctypes: $(cat /proc/net/rpc/gss_krb5_enctypes 2>/dev/null)"
@@ -420,7 +425,7 @@ client_teardown() {
 	# rpc.gssd's machine credential.
 	rm -f "/tmp/krb5ccmachine_$REALM"
 	if [ -d "$KRB_DIR/etc" ]; then
-		etc_restore hosts krb5.conf krb5.keytab || rc=1
+		etc_restore hosts krb5.conf krb5.keytab nfs.conf || rc=1
 	fi
 	rm -rf "$KRB_DIR"
 	return "$rc"
