@@ -92,7 +92,18 @@ static void rpcrdma_rs_connect_worker(struct work_struct *work)
 	rc = rpcrdma_rs_op_connect(r->transport);
 	xprt_clear_connecting(xprt);
 	if (!rc) {
+		/*
+		 * Credits are per connection: the slots of requests sent on
+		 * earlier connections are forgotten here, together with the
+		 * cookie that tells them apart (rpcrdma_rs_get_cong).  Not
+		 * before: sunrpc stamps a waiting request with the current
+		 * cookie while it connects, so a release in between still
+		 * counts its old slot down.
+		 */
+		spin_lock(&xprt->transport_lock);
+		xprt->cong = 0;
 		xprt->connect_cookie++;
+		spin_unlock(&xprt->transport_lock);
 		xprt->stat.connect_count++;
 		xprt->stat.connect_time += (long)jiffies -
 					   xprt->stat.connect_start;
@@ -127,8 +138,9 @@ void rpcrdma_rs_close(struct rpc_xprt *xprt)
 
 /*
  * Takes a congestion slot for @rqst.  Credits are valid for one connection
- * only (C: rpcrdma_req_reset): a slot taken before the last reconnect went
- * when the window was reset, so it is dropped without being counted down.
+ * only (C: rpcrdma_req_reset): a slot taken before the last reconnect was
+ * forgotten when that connection came up, so it is dropped without being
+ * counted down.
  * A request holds a slot only while it was sent on the connection of
  * rq_connect_cookie (a send that fails gives its slot back), so the cookie
  * tells which.
@@ -438,16 +450,14 @@ void rpcrdma_rs_xprt_set_cwnd(struct rpc_xprt *xprt, u32 credits)
 }
 
 /*
- * A new connection starts with one credit and no slot taken: slots of
- * requests sent on earlier connections are forgotten here, and dropped
- * without being counted down when their request is sent again or released
- * (rpcrdma_rs_send_request, rpcrdma_rs_release_rqst).
+ * A new connection starts with a window of one request (RFC 8166, section
+ * 3.3.3).  The slots taken are forgotten once it is up (see the connect
+ * worker).
  */
 void rpcrdma_rs_xprt_reset_cwnd(struct rpc_xprt *xprt)
 {
 	spin_lock(&xprt->transport_lock);
-	xprt->cong = 0;
-	xprt->cwnd = RPC_CWNDSHIFT;
+	xprt->cwnd = RPC_CWNDSCALE;
 	spin_unlock(&xprt->transport_lock);
 }
 

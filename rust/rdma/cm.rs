@@ -488,13 +488,17 @@ impl<H: CmHandler> CmId<H> {
         to_result(unsafe { bindings::rpcrdma_rs_post_send(qp, buf.cqe(), addr, len, lkey) })
     }
 
-    /// Stops the QP for good: moves it to the error state and waits until
-    /// every posted work request has completed or been flushed. If the
-    /// drain cannot be posted, destroys the QP and frees its CQs instead
-    /// (completions still queued are then discarded), and says so with
-    /// the error. Either way, afterwards the peer reaches nothing through
-    /// the QP, the device touches no buffer, and no completion handler
-    /// runs for it again: what the work requests referred to may be freed.
+    /// Stops the QP for good: moves it to the error state, waits until
+    /// every posted work request has completed or been flushed, then
+    /// destroys the QP and frees its CQs (completions still queued, if the
+    /// drain could not be posted, are discarded). Afterwards the peer
+    /// reaches nothing through the QP, the device touches no buffer, and no
+    /// completion handler runs for it again: what the work requests
+    /// referred to may be freed. The PD stays until the identifier goes.
+    ///
+    /// The QP is destroyed even after a drain that reports success: a
+    /// device's own drain method cannot report a failure. An error says
+    /// the drain could not be posted.
     ///
     /// Each queue needs room for one more work request than the caller
     /// ever posts (the drain's own), and the caller must have stopped
@@ -503,22 +507,20 @@ impl<H: CmHandler> CmId<H> {
         let Ok(qp) = self.raw_qp() else {
             return Ok(());
         };
-        if !self.posted.load(Ordering::Acquire) {
-            return Ok(());
+        let mut drained = Ok(());
+        if self.posted.load(Ordering::Acquire) {
+            // SAFETY: The QP is live, its CQs are polled from a workqueue,
+            // and the caller has stopped posting.
+            drained = to_result(unsafe { bindings::rpcrdma_rs_drain_qp(qp) });
         }
-        // SAFETY: The QP is live, its CQs are polled from a workqueue, and
-        // the caller has stopped posting (no drain is guaranteed otherwise).
-        let drained = to_result(unsafe { bindings::rpcrdma_rs_drain_qp(qp) });
-        if drained.is_err() {
-            // SAFETY: The QP exists (`raw_qp` succeeded); nothing posts to
-            // it any more. The device stops all access on return.
-            unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
-            if let Some(res) = self.qp.as_ref() {
-                res.qp_alive.set(false);
-                // `ib_free_cq` waits for a handler in progress, and no
-                // completion is delivered afterwards.
-                drop(res.cqs.take());
-            }
+        // SAFETY: The QP exists (`raw_qp` succeeded); nothing posts to it
+        // any more. The device stops all access on return.
+        unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
+        if let Some(res) = self.qp.as_ref() {
+            res.qp_alive.set(false);
+            // `ib_free_cq` waits for a handler in progress, and no
+            // completion is delivered afterwards.
+            drop(res.cqs.take());
         }
         self.posted.store(false, Ordering::Release);
         drained
@@ -563,15 +565,8 @@ impl QpHandle {
 
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
-        if self.raw_qp().is_ok() {
-            // Whatever posted was freed already (the owner quiesced);
-            // otherwise this is the last chance.
-            let _ = self.quiesce();
-        }
-        if self.raw_qp().is_ok() {
-            // SAFETY: The identifier has a QP (type invariant).
-            unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
-        }
+        // Drains and destroys the QP unless the owner did (a no-op then).
+        let _ = self.quiesce();
         // The QP is gone: its CQs and PD may go.
         self.qp = None;
         // SAFETY: Ours to destroy (type invariant). This waits for a

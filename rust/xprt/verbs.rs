@@ -825,7 +825,7 @@ impl Drop for Endpoint {
             KVec::with_capacity(usize::try_from(MAX_REQUESTS).unwrap_or(0), GFP_KERNEL)
                 .unwrap_or(KVec::new());
         if let Err(e) = self.id.quiesce() {
-            // The QP and its CQs were destroyed instead: just as final.
+            // The QP and its CQs are destroyed all the same: just as final.
             pr_err!(
                 "{}: could not drain the connection ({:?}); destroyed its queue pair\n",
                 shared.xprt.peer(),

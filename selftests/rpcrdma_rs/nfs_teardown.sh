@@ -96,7 +96,14 @@ killed_fio() {
 	done
 	return 0
 }
-tap_check "fio killed three times while disconnects were injected" killed_fio
+if [ "$TRANSPORT" = c ] && [ "$RDMA" = siw ]; then
+	# The kernel's C client hangs here over Soft-iWARP: xprt_release waits
+	# in frwr_unmap_sync for a LOCAL_INV that never completes (a hung
+	# task, and the test never ends). See Documentation/testing.rst.
+	tap_skip "fio killed three times while disconnects were injected" "the C client hangs in frwr_unmap_sync over siw"
+else
+	tap_check "fio killed three times while disconnects were injected" killed_fio
+fi
 settled_io() {
 	local i
 	# Soft RPCs may still fail once while the connection settles.

@@ -12,7 +12,7 @@ RUN_DIR=$1
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-tap_plan 16
+tap_plan 17
 
 mnt=/mnt/nfs-work
 scratch=/mnt/scratch-work
@@ -72,7 +72,7 @@ list_big_dir() {
 positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
 
 if ! tap_check "NFSv$VERS mount over rdma" nfs_mount "$VERS" "$mnt"; then
-	for i in $(seq 2 16); do tap_not_ok "case $i (not mounted)"; done
+	for i in $(seq 2 17); do tap_not_ok "case $i (not mounted)"; done
 	tap_exit
 fi
 dir=$mnt/work-$$
@@ -90,11 +90,26 @@ tap_check "Reply chunks were used (READDIR)" positive "$(mountstats_field "$mnt"
 tap_check "no bad replies" [ "$(mountstats_field "$mnt" 20)" = 0 ]
 tap_check "one connection throughout (no invalidation failed)" \
 	[ "$(mountstats_field "$mnt" 3)" = 1 ]
+# Each registered segment (one memory region each) is invalidated exactly
+# once, by the server or by a LOCAL_INV; the pool is allocated once per
+# connection.
+invalidated_once() {
+	local segs remote loc
+	segs=$(($(mountstats_field "$mnt" 11) + $(mountstats_field "$mnt" 12) +
+		$(mountstats_field "$mnt" 13)))
+	remote=$(rs_xprt_field remote_invalidations) || return 1
+	loc=$(mountstats_field "$mnt" 25)
+	tap_diag "segments $segs = remote invalidations $remote + local $loc?"
+	[ "$segs" = $((remote + loc)) ] &&
+		[ "$(mountstats_field "$mnt" 24)" = $((256 * $(mountstats_field "$mnt" 3))) ]
+}
 if [ "$TRANSPORT" = rs ]; then
 	tap_diag "$(tr '\n' ' ' </sys/kernel/debug/rpcrdma_rs/xprts)"
 	tap_check "the server invalidated MRs remotely" positive "$(rs_xprt_field remote_invalidations)"
+	tap_check "every registered segment invalidated exactly once" invalidated_once
 else
 	tap_skip "the server invalidated MRs remotely" "counted by rpcrdma_rs only"
+	tap_skip "every registered segment invalidated exactly once" "counted by rpcrdma_rs only"
 fi
 rm -rf "$dir"
 server_run "rm -rf /srv/export/big"
