@@ -145,10 +145,16 @@ void rpcrdma_rs_close(struct rpc_xprt *xprt)
  * rq_connect_cookie (a send that fails gives its slot back), so the cookie
  * tells which.
  */
-bool rpcrdma_rs_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+static void rpcrdma_rs_forget_stale_cong(struct rpc_xprt *xprt,
+					 struct rpc_rqst *rqst)
 {
 	if (rqst->rq_cong && rqst->rq_connect_cookie != xprt->connect_cookie)
 		rqst->rq_cong = 0;
+}
+
+bool rpcrdma_rs_get_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
+{
+	rpcrdma_rs_forget_stale_cong(xprt, rqst);
 	return xprt_request_get_cong(xprt, rqst);
 }
 
@@ -208,9 +214,7 @@ static void rpcrdma_rs_release_rqst(struct rpc_task *task)
 {
 	struct rpc_rqst *rqst = task->tk_rqstp;
 
-	if (rqst->rq_cong &&
-	    rqst->rq_connect_cookie != rqst->rq_xprt->connect_cookie)
-		rqst->rq_cong = 0;
+	rpcrdma_rs_forget_stale_cong(rqst->rq_xprt, rqst);
 	xprt_release_rqst_cong(task);
 }
 

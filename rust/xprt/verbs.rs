@@ -429,17 +429,26 @@ impl MrHandler for EpShared {
     }
 }
 
+impl EpShared {
+    /// A Send or Receive did not complete: say why unless it was flushed
+    /// (teardown), and reset the connection (the RPC is retransmitted).
+    fn completion_failed(&self, what: &str, completion: &Completion) {
+        if !completion.is_flush() && sunrpc::warn_ratelimit() {
+            pr_warn!(
+                "{}: {} failed with completion status {}\n",
+                self.xprt.peer(),
+                what,
+                completion.status
+            );
+        }
+        self.connection_lost();
+    }
+}
+
 impl CompletionHandler for EpShared {
     fn sent(&self, buf: &WorkBuf<'_, Self>, completion: &Completion) {
         if !completion.is_success() {
-            if !completion.is_flush() && sunrpc::warn_ratelimit() {
-                pr_warn!(
-                    "{}: Send failed with completion status {}\n",
-                    self.xprt.peer(),
-                    completion.status
-                );
-            }
-            self.connection_lost();
+            self.completion_failed("Send", completion);
         }
         self.free_sends
             .lock()
@@ -449,16 +458,9 @@ impl CompletionHandler for EpShared {
 
     fn received(&self, rep: Received<'_, Self>, completion: &Completion) {
         if !completion.is_success() {
-            // E.g. a message longer than the Receive buffer (local length
-            // error): the connection is reset and the RPC retransmitted.
-            if !completion.is_flush() && sunrpc::warn_ratelimit() {
-                pr_warn!(
-                    "{}: Receive failed with completion status {}\n",
-                    self.xprt.peer(),
-                    completion.status
-                );
-            }
-            self.connection_lost();
+            // E.g. a message longer than the Receive buffer (a local length
+            // error).
+            self.completion_failed("Receive", completion);
             return;
         }
         self.handle_reply(rep, completion.invalidated_rkey);
@@ -666,24 +668,32 @@ impl Endpoint {
         let shared = self.shared.clone();
         let xid = rqst.xid();
         let call = rqst.layout(false)?;
-        let (plan, credit) = if bc_reply {
+        // A backchannel reply expects no reply: no receive buffer.
+        let reply = if bc_reply {
+            None
+        } else {
+            Some(rqst.layout(true)?)
+        };
+        let (plan, credit) = match &reply {
             // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
             // would be keyed by the server's XID and never invalidated.
-            let plan = chunks::Plan {
-                call: CallPlan::Inline { len: call.raw.len },
-                reply: ReplyPlan::Inline,
-            };
-            (plan, BC_CREDITS)
-        } else {
-            let reply = rqst.layout(true)?;
-            let plan = chunks::plan(
-                &call_layout(&call),
-                &reply_layout(&reply),
-                call.raw.ddp_allowed,
-                &self.thresholds,
-            )
-            .map_err(|_| errno::emsgsize())?;
-            (plan, shared.max_requests.load(Ordering::Relaxed))
+            None => {
+                let plan = chunks::Plan {
+                    call: CallPlan::Inline { len: call.raw.len },
+                    reply: ReplyPlan::Inline,
+                };
+                (plan, BC_CREDITS)
+            }
+            Some(reply) => {
+                let plan = chunks::plan(
+                    &call_layout(&call),
+                    &reply_layout(reply),
+                    call.raw.ddp_allowed,
+                    &self.thresholds,
+                )
+                .map_err(|_| errno::emsgsize())?;
+                (plan, shared.max_requests.load(Ordering::Relaxed))
+            }
         };
 
         // What to register, cut into pages before taking any lock.
@@ -694,12 +704,11 @@ impl Endpoint {
             CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut read_pieces)?,
         }
         let mut write_pieces = KVec::new();
-        if !bc_reply {
-            let reply = rqst.layout(true)?;
+        if let Some(reply) = &reply {
             match plan.reply {
                 ReplyPlan::Inline => {}
-                ReplyPlan::WriteChunk(_) => frwr::page_pieces(&reply, &mut write_pieces)?,
-                ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(&reply, &mut write_pieces)?,
+                ReplyPlan::WriteChunk(_) => frwr::page_pieces(reply, &mut write_pieces)?,
+                ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut write_pieces)?,
             }
         }
 
