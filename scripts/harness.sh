@@ -8,6 +8,7 @@
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
 #                      [--append KERNEL-ARGS]
+#   scripts/harness.sh --judge DIR
 #
 # Writes everything into the run directory (default under the cache):
 # params, both guests' logs and dmesg, one TAP file per test, summary,
@@ -17,6 +18,9 @@
 # ran out, either kernel logged an oops, BUG, WARN, lockdep splat, SLUB
 # report, stall, lockup or kmemleak report, was tainted or lost lockdep,
 # kmemleak did not run, or the kernel's rpcrdma loaded in an rs run.
+# Reports of the reference server's known defects (known_server_defects)
+# are listed and accepted. --judge reads an earlier run directory again
+# and gives its verdict as it would be given now, booting nothing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +30,7 @@ tests=""
 out=""
 limit=${HARNESS_TIMEOUT:-1800}
 extra_env=()
+judge=""
 # Debugging aids on the guests' command line (the kernel has the rest built in).
 append="slub_debug=FZP kmemleak=on"
 while [ $# -gt 0 ]; do
@@ -37,9 +42,19 @@ while [ $# -gt 0 ]; do
 	--timeout) limit=$2; shift 2 ;;
 	--env) extra_env+=("$2"); shift 2 ;;
 	--append) append=$2; shift 2 ;;
+	--judge) judge=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
+if [ -n "$judge" ]; then
+	[ -f "$judge/params" ] || die "no run directory at $judge"
+	# shellcheck disable=SC1091 # written by an earlier run
+	. "$judge/params"
+	transport=$TRANSPORT rdma=$RDMA tests=$TESTS
+	# (Runs before APPEND was recorded: the client's command line.)
+	append=${APPEND:-$(sed -n 's/^.*Command line: //p' "$judge/client-dmesg.txt" 2>/dev/null | head -1)}
+	out=$(cd "$judge" && pwd)
+fi
 case "$transport" in c | rs) ;; *) die "--transport is c or rs" ;; esac
 case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
 # The default tests. Whether chunks may be used under krb5i/krb5p is
@@ -70,6 +85,52 @@ while IFS='|' read -r k_transport k_pattern k_reason k_extra || [ -n "$k_transpo
 	ks_pattern+=("$k_pattern")
 	ks_reason+=("$k_reason")
 done <"$known_skips"
+
+# The reference server's own defects the run accepts, each with its
+# reason (see the file): "RDMA | KIND | REPORT | TRACE | REASON".
+known_defects=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/known_server_defects
+[ -f "$known_defects" ] || die "no $known_defects"
+kd_kind=() kd_report=() kd_trace=() kd_reason=()
+lineno=0
+while IFS='|' read -r k_rdma k_kind k_report k_trace k_reason k_extra || [ -n "$k_rdma" ]; do
+	lineno=$((lineno + 1))
+	read -r k_rdma <<<"$k_rdma"
+	case "$k_rdma" in '' | '#'*) continue ;; esac
+	for v in k_kind k_report k_trace k_reason; do read -r "${v?}" <<<"${!v}"; done
+	case "$k_rdma" in rxe | siw | any) ;; *) die "$known_defects:$lineno: RDMA is rxe, siw or any" ;; esac
+	case "$k_kind" in warn | leak) ;; *) die "$known_defects:$lineno: KIND is warn or leak" ;; esac
+	if [ -z "$k_report" ] || [ -z "$k_trace" ] || [ -z "$k_reason" ] || [ -n "$k_extra" ]; then
+		die "$known_defects:$lineno: not RDMA | KIND | REPORT | TRACE | REASON"
+	fi
+	[ "$k_rdma" = any ] || [ "$k_rdma" = "$rdma" ] || continue
+	kd_kind+=("$k_kind") kd_report+=("$k_report") kd_trace+=("$k_trace") kd_reason+=("$k_reason")
+done <"$known_defects"
+
+# accepted_warnings REPORT TRACE FILE...: prints each WARNING line (as
+# the problem scan records it) that matches REPORT and whose splat's call
+# trace has a line matching TRACE.
+accepted_warnings() {
+	local report=$1 trace=$2
+	shift 2
+	# (Patterns through the environment: awk -v would take their
+	# backslashes as escapes.)
+	REPORT=$report TRACE=$trace awk '
+		function flush() { if (inw && hit) print wline; inw = 0; hit = 0 }
+		{ sub(/[[:space:]]+$/, "") }
+		/WARNING:/ { flush(); if ($0 ~ ENVIRON["REPORT"]) { inw = 1; wline = $0; n = 0 } next }
+		inw { if ($0 ~ ENVIRON["TRACE"]) hit = 1; if ($0 ~ /---\[ end trace/ || ++n > 200) flush() }
+		END { flush() }' "$@" 2>/dev/null || true
+}
+
+# unexplained_leaks TRACE FILE: prints the kmemleak objects in FILE whose
+# backtrace has no line matching TRACE.
+unexplained_leaks() {
+	TRACE=$1 awk '
+		function flush() { if (obj != "" && !hit) printf "%s", obj; obj = ""; hit = 0 }
+		/^unreferenced object/ { flush() }
+		{ obj = obj $0 "\n"; if ($0 ~ ENVIRON["TRACE"]) hit = 1 }
+		END { flush() }' "$2"
+}
 
 # known_skip KEY: prints the reason known_skips gives for skipping the case
 # KEY ("test.sh: description") under this transport; fails if none does.
@@ -130,6 +191,7 @@ bad_taint() {
 kmemleak_expected=1
 case " $append " in *" kmemleak=off "*) kmemleak_expected=0 ;; esac
 
+if [ -z "$judge" ]; then
 kdir=$(kernel_dir)
 [ -f "$kdir/.rpcrdma-rs-complete" ] || die "no test kernel (scripts/build-kernel.sh)"
 module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
@@ -147,6 +209,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 	echo "TRANSPORT=$transport"
 	echo "RDMA=$rdma"
 	echo "TESTS='$tests'"
+	printf 'APPEND=%q\n' "$append"
 	echo "MODULE=$module"
 	# Addresses on the guests' private virtual link; nothing else routes there.
 	echo "SERVER_IP4=10.225.0.1"
@@ -191,8 +254,12 @@ touch "$out/server-stop"
 server_status=0
 wait "$server_pid" || server_status=$?
 log "guests finished in $(($(date +%s) - start)) s (client $client_status, server $server_status)"
+else
+	client_status=0 server_status=0
+	log "judging $out again: transport=$transport rdma=$rdma tests: $tests"
+fi
 
-problems=()
+problems=() defects=()
 [ "$client_status" = 124 ] || [ "$server_status" = 124 ] && problems+=("timed out after $limit s")
 [ "$kmemleak_expected" = 1 ] || log "kmemleak turned off (--append '$append'): not checked"
 for role in server client; do
@@ -205,7 +272,22 @@ for role in server client; do
 	# the dmesg file has. The console's carriage returns go, so that the
 	# same line from both counts once.
 	{ grep -hE "$kernel_problem_re" "$out/$role-dmesg.txt" "$out/$role-console.log" 2>/dev/null || true; } |
-		tr -d '\r' | sort -u >"$out/$role-kernel-problems.txt"
+		sed 's/[[:space:]]*$//' | sort -u >"$out/$role-kernel-problems.txt"
+	# The server's known defects (known_server_defects) leave the list.
+	warn_accepted=0
+	if [ "$role" = server ]; then
+		for i in "${!kd_kind[@]}"; do
+			[ "${kd_kind[$i]}" = warn ] || continue
+			accepted_warnings "${kd_report[$i]}" "${kd_trace[$i]}" \
+				"$out/$role-dmesg.txt" "$out/$role-console.log" | sort -u >"$out/$role-accepted.tmp"
+			[ -s "$out/$role-accepted.tmp" ] || continue
+			warn_accepted=1
+			while IFS= read -r line; do defects+=("server: $line (${kd_reason[$i]})"); done <"$out/$role-accepted.tmp"
+			grep -vxF -f "$out/$role-accepted.tmp" "$out/$role-kernel-problems.txt" >"$out/$role-problems.tmp" || true
+			mv "$out/$role-problems.tmp" "$out/$role-kernel-problems.txt"
+		done
+		rm -f "$out/$role-accepted.tmp"
+	fi
 	if [ -s "$out/$role-kernel-problems.txt" ]; then
 		problems+=("$role kernel: $(head -3 "$out/$role-kernel-problems.txt" | tr '\n' ' ')")
 	fi
@@ -213,6 +295,9 @@ for role in server client; do
 	taint=$(cat "$out/$role-tainted" 2>/dev/null || true)
 	if ! [[ $taint =~ ^[0-9]+$ ]]; then
 		problems+=("$role: kernel taint not recorded")
+	elif [ "$warn_accepted" = 1 ] && [ "$(bad_taint "$taint")" = W ] &&
+		! grep -q 'WARNING:' "$out/$role-kernel-problems.txt"; then
+		defects+=("$role: kernel tainted W by the accepted WARNING only")
 	elif [ -n "$(bad_taint "$taint")" ]; then
 		problems+=("$role: kernel tainted $(bad_taint "$taint") (tainted=$taint; only $taint_allowed allowed)")
 	fi
@@ -228,7 +313,23 @@ for role in server client; do
 		if [ "$kmemleak_rc" != 0 ]; then
 			problems+=("$role: kmemleak did not scan (status ${kmemleak_rc:-none}): $(head -2 "$out/$role-kmemleak.txt" 2>/dev/null | tr '\n' ' ')")
 		elif [ -s "$out/$role-kmemleak.txt" ]; then
-			problems+=("$role: kmemleak: $(head -2 "$out/$role-kmemleak.txt" | tr '\n' ' ')")
+			# Objects a leak entry explains, where its warn entry
+			# was seen, leave the report; any other fails the run.
+			cp "$out/$role-kmemleak.txt" "$out/$role-leaks.tmp"
+			if [ "$warn_accepted" = 1 ]; then
+				for i in "${!kd_kind[@]}"; do
+					[ "${kd_kind[$i]}" = leak ] || continue
+					n=$(grep -c '^unreferenced object' "$out/$role-leaks.tmp" || true)
+					unexplained_leaks "${kd_trace[$i]}" "$out/$role-leaks.tmp" >"$out/$role-leaks.tmp2"
+					mv "$out/$role-leaks.tmp2" "$out/$role-leaks.tmp"
+					k=$((n - $(grep -c '^unreferenced object' "$out/$role-leaks.tmp" || true)))
+					[ "$k" = 0 ] || defects+=("$role: kmemleak: $k objects (${kd_reason[$i]})")
+				done
+			fi
+			if grep -q '^unreferenced object' "$out/$role-leaks.tmp"; then
+				problems+=("$role: kmemleak: $(grep -m1 -A1 '^unreferenced object' "$out/$role-leaks.tmp" | tr '\n' ' ')")
+			fi
+			rm -f "$out/$role-leaks.tmp"
 		fi
 		if grep -q 'kmemleak: Kernel memory leak detector disabled' "$out/$role-dmesg.txt"; then
 			problems+=("$role: kmemleak disabled itself during the run")
@@ -291,6 +392,8 @@ failed=$((failed + ${#problems[@]}))
 [ "${#problems[@]}" = 0 ] || printf '%s\n' "${problems[@]}" >"$out/problems.txt"
 : >"$out/accepted-skips.txt"
 [ "${#accepted[@]}" = 0 ] || printf '%s\n' "${accepted[@]}" >"$out/accepted-skips.txt"
+: >"$out/accepted-defects.txt"
+[ "${#defects[@]}" = 0 ] || printf '%s\n' "${defects[@]}" >"$out/accepted-defects.txt"
 
 for t in $tests; do
 	[ -s "$out/tap/$t.tap" ] || continue
@@ -298,6 +401,7 @@ for t in $tests; do
 	sed "s|^|  [$transport/$rdma] $t: |" "$out/tap/$t.tap" | grep -E '(not )?ok |# ' >&2 || true
 done
 for s in "${accepted[@]}"; do log "accepted skip (known_skips): $s"; done
+for d in "${defects[@]}"; do log "accepted server defect (known_server_defects): $d"; done
 for p in "${problems[@]}"; do log "PROBLEM: $p"; done
 log "$transport/$rdma: $passed passed, $failed failed, $skipped skipped (logs: $out)"
 [ "$failed" = 0 ]
