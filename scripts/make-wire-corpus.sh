@@ -1,23 +1,60 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Remakes the wire corpus in rust/host/tests/wire/ from real traffic: boots
-# the harness with the kernel's C client and server, captures RoCEv2 in the
-# server guest while selftests/rpcrdma_rs/wire_capture.sh runs, and keeps a
-# few examples of each header shape and the connection's private data.
+# Remakes the captured part of the wire corpus in rust/host/tests/wire/
+# from real traffic: boots the harness over Soft-RoCE with the kernel's NFS
+# server and the client transport asked for, captures RoCEv2 in the server
+# guest while selftests/rpcrdma_rs/wire_capture.sh runs, and keeps a few
+# examples of each header shape, the connections' private data, and
+# tshark's dissection of each header (<name>.tshark).
+#
+#   scripts/make-wire-corpus.sh [--transport c|rs] [--from-capture PCAP]
+#
+# The C transport's files are named linux-*, rpcrdma_rs's rs-*.
+# --from-capture extracts from an earlier run's capture.pcap, booting
+# nothing. Only RoCEv2 is parsed: Soft-iWARP carries the same messages in
+# MPA/DDP framing over TCP, which the extractor does not read. The
+# committed files are replaced only once a complete set is extracted.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
 
-scripts/setup.sh
-scripts/build-kernel.sh >/dev/null
-out=$RPCRDMA_RS_CACHE/runs/wire-corpus-$(date +%Y%m%d-%H%M%S)
-scripts/harness.sh --transport c --rdma "${1:-rxe}" --tests wire_capture.sh --env CAPTURE=1 --out "$out"
-dest=rust/host/tests/wire
-rm -f "$dest"/linux-*
+transport=c pcap=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--transport) transport=$2; shift 2 ;;
+	--from-capture) pcap=$2; shift 2 ;;
+	*) die "usage: $0 [--transport c|rs] [--from-capture PCAP]" ;;
+	esac
+done
+case "$transport" in c) prefix=linux ;; rs) prefix=rs ;; *) die "--transport is c or rs" ;; esac
+
+if [ -z "$pcap" ]; then
+	scripts/setup.sh
+	scripts/build-kernel.sh >/dev/null
+	[ "$transport" = c ] || scripts/build-module.sh >/dev/null
+	out=$RPCRDMA_RS_CACHE/runs/wire-corpus-$(date +%Y%m%d-%H%M%S)-$transport
+	scripts/harness.sh --transport "$transport" --rdma rxe --tests wire_capture.sh \
+		--env CAPTURE=1 --out "$out"
+	pcap=$out/capture.pcap
+fi
+[ -s "$pcap" ] || die "no capture at $pcap"
+
 tmp=$(mktemp -d)
-python3 scripts/wire_corpus.py "$out/capture.pcap" "$tmp"
-for f in "$tmp"/*; do mv "$f" "$dest/linux-$(basename "$f")"; done
-rmdir "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+python3 scripts/wire_corpus.py "$pcap" "$tmp" >/dev/null
+# Every shape wire_capture.sh makes must be there, or the corpus stays.
+for want in cm-req-1.pd cm-rep-1.pd call-msg-inline-1.hdr reply-msg-inline-1.hdr \
+	call-msg-read-1.hdr call-msg-write-1.hdr reply-msg-write-1.hdr \
+	call-msg-reply-1.hdr reply-nomsg-reply-1.hdr call-nomsg-read0-1.hdr; do
+	[ -s "$tmp/$want" ] || die "the capture lacks $want; $prefix-* left as it was"
+done
+for f in "$tmp"/*.hdr; do
+	[ -s "${f%.hdr}.tshark" ] || die "no tshark dissection for $(basename "$f")"
+done
+
+dest=rust/host/tests/wire
+rm -f "$dest/$prefix"-*
+for f in "$tmp"/*; do mv "$f" "$dest/$prefix-$(basename "$f")"; done
 log "corpus in $dest:"
-ls -l "$dest" >&2
+ls -l "$dest"/"$prefix"-* >&2

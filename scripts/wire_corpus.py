@@ -11,13 +11,16 @@ the first packet of the Send carries). Also writes the private data of the
 CM REQ and REP as req-*.pd and rep-*.pd: the whole private data area the
 RDMA-CM consumer gets (REQ: after the 36-byte RDMA-CM IP header; REP: all
 196 bytes), so the decoder's search for the RFC 8797 message is exercised on
-real buffers. Standard library only; the format is parsed here, not by a
-dissector, so the corpus can be remade anywhere.
+real buffers. The format is parsed here, not by a dissector. Then, for each
+header, tshark's own rpcordma dissection of the same frame is written beside
+it as <name>.tshark ("field value[,value...]" lines), so that the host tests
+can check the decoder field by field against an independent reader.
 """
 
 import hashlib
 import os
 import struct
+import subprocess
 import sys
 
 ROCE_PORT = 4791
@@ -110,9 +113,9 @@ def main():
         del args[i:i + 2]
     pcap, out = args
     os.makedirs(out, exist_ok=True)
-    seen, counts, written = set(), {}, []
+    seen, counts, written, frames = set(), {}, [], {}
 
-    def keep(name, blob):
+    def keep(name, blob, frame_no):
         digest = hashlib.sha256(blob).hexdigest()
         if digest in seen or counts.get(name, 0) >= per_shape:
             return
@@ -122,8 +125,9 @@ def main():
         with open(os.path.join(out, fname), "wb") as f:
             f.write(blob)
         written.append(fname)
+        frames[fname] = frame_no
 
-    for frame, complete in packets(pcap):
+    for frame_no, (frame, complete) in enumerate(packets(pcap), start=1):
         got = roce_payload(frame)
         if not got or not complete:
             continue
@@ -139,9 +143,9 @@ def main():
                 continue
             attr = struct.unpack_from(">H", mad, 16)[0]
             if attr == CM_REQ:
-                keep("cm-req", bytes(mad[24 + 140 + 36:24 + 232]))
+                keep("cm-req", bytes(mad[24 + 140 + 36:24 + 232]), frame_no)
             elif attr == CM_REP:
-                keep("cm-rep", bytes(mad[24 + 36:24 + 232]))
+                keep("cm-rep", bytes(mad[24 + 36:24 + 232]), frame_no)
             continue
         if opcode == SEND_ONLY_INV:
             body = body[4:]
@@ -151,7 +155,7 @@ def main():
         if name is None:
             continue
         direction = "call" if src == client else "reply"
-        keep(f"{direction}-{name}", bytes(body))
+        keep(f"{direction}-{name}", bytes(body), frame_no)
 
     # Name by kind: private data areas end in .pd, headers in .hdr.
     for fname in written:
@@ -160,6 +164,42 @@ def main():
         print(fname + ext)
     if not written:
         raise SystemExit("nothing extracted")
+    headers = [f for f in written if not f.startswith("cm-")]
+    for fname, fields in dissect(pcap, {frames[f]: f for f in headers}).items():
+        with open(os.path.join(out, fname + ".tshark"), "w") as f:
+            f.writelines(f"{k} {v}\n" for k, v in fields)
+        print(fname + ".tshark")
+
+
+# tshark's rpcordma fields, in the order the .tshark files list them. Fields
+# that occur once per segment or chunk are listed with every occurrence in
+# wire order, comma-separated.
+TSHARK_FIELDS = [
+    "xid", "version", "flow_control", "msg_type", "reads_count", "writes_count",
+    "reply_count", "position", "segment_count", "rdma_handle", "rdma_length",
+    "rdma_offset", "errcode", "vers_low", "vers_high",
+]
+
+
+def dissect(pcap, by_frame):
+    """{name: [(field, value)]}: tshark's reading of the frames in by_frame."""
+    cmd = ["tshark", "-r", pcap, "-n", "-T", "fields", "-E", "separator=/t",
+           "-E", "occurrence=a", "-E", "aggregator=,", "-e", "frame.number"]
+    for f in TSHARK_FIELDS:
+        cmd += ["-e", "rpcordma." + f]
+    cmd += ["-Y", "frame.number in {%s}" % ",".join(str(n) for n in sorted(by_frame))]
+    lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+    got = {}
+    for line in lines:
+        cols = line.split("\t")
+        name = by_frame.get(int(cols[0]))
+        if name is None or not cols[1]:
+            continue
+        got[name] = [(f, v) for f, v in zip(TSHARK_FIELDS, cols[1:]) if v]
+    missing = sorted(set(by_frame.values()) - set(got))
+    if missing:
+        raise SystemExit(f"tshark did not dissect: {' '.join(missing)}")
+    return got
 
 
 if __name__ == "__main__":

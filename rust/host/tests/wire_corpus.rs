@@ -10,6 +10,9 @@
 //! header is also read by a small word reader written here, and its fields
 //! compared one by one with what the decoder returned.
 //!
+//! Captured headers also carry tshark's dissection of the same frame
+//! (`<name>.tshark`), and the decoder must agree with it field by field.
+//!
 //! The hand-made files come from the vectors in `common/mod.rs`
 //! (regenerate them with `cargo test --test wire_corpus -- --ignored`);
 //! captures from guests are added beside them.
@@ -334,6 +337,130 @@ fn corpus_fields_match_independent_reader() {
         "corpus lacks a Read, Write or Reply segment or an RDMA_ERROR"
     );
     assert_eq!(segments, reads + writes + replies);
+}
+
+/// Parses tshark's dissection of a captured header (`<name>.tshark`, one
+/// "field value[,value...]" line per rpcordma field, written by
+/// `scripts/wire_corpus.py`) into the same shape. tshark lists per-segment
+/// fields in wire order across all chunks: Read list first, then each Write
+/// chunk, then the Reply chunk; `segment_count` once per Write chunk, then
+/// once for the Reply chunk.
+fn tshark_fields(name: &str, text: &str, len: usize) -> Fields {
+    let get = |field: &str| -> Vec<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(' '))
+            .map(|v| {
+                v.split(',')
+                    .map(|n| {
+                        let n = n.trim();
+                        match n.strip_prefix("0x") {
+                            Some(hex) => u64::from_str_radix(hex, 16),
+                            None => n.parse(),
+                        }
+                        .unwrap_or_else(|e| panic!("{name}: {field} {n}: {e}"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let one = |field: &str| -> u32 {
+        match get(field)[..] {
+            [v] => u32::try_from(v).unwrap_or_else(|_| panic!("{name}: {field} {v}")),
+            ref other => panic!("{name}: {field}: expected one value, tshark gave {other:?}"),
+        }
+    };
+    let mut f = Fields {
+        xid: one("xid"),
+        vers: one("version"),
+        credit: one("flow_control"),
+        proc: one("msg_type"),
+        len,
+        ..Fields::default()
+    };
+    if f.proc == 4 {
+        f.err = ["errcode", "vers_low", "vers_high"]
+            .iter()
+            .flat_map(|k| get(k))
+            .map(|v| v as u32)
+            .collect();
+        return f;
+    }
+    let (handles, lengths, offsets) = (get("rdma_handle"), get("rdma_length"), get("rdma_offset"));
+    assert!(
+        handles.len() == lengths.len() && lengths.len() == offsets.len(),
+        "{name}: tshark gave {} handles, {} lengths, {} offsets",
+        handles.len(),
+        lengths.len(),
+        offsets.len()
+    );
+    let mut segs = handles
+        .iter()
+        .zip(&lengths)
+        .zip(&offsets)
+        .map(|((&h, &l), &o)| Seg {
+            handle: h as u32,
+            length: l as u32,
+            offset: o,
+        });
+    let mut take = |n: u64| -> Vec<Seg> {
+        (0..n)
+            .map(|_| segs.next().unwrap_or_else(|| panic!("{name}: too few segments")))
+            .collect()
+    };
+    let positions = get("position");
+    f.reads = positions
+        .iter()
+        .map(|&p| (p as u32, take(1)[0]))
+        .collect();
+    assert_eq!(
+        positions.len() as u32,
+        one("reads_count"),
+        "{name}: positions vs reads_count"
+    );
+    let mut counts = get("segment_count").into_iter();
+    for _ in 0..one("writes_count") {
+        let n = counts.next().unwrap_or_else(|| panic!("{name}: no count"));
+        f.writes.push(take(n));
+    }
+    if one("reply_count") == 1 {
+        let n = counts.next().unwrap_or_else(|| panic!("{name}: no count"));
+        f.reply = Some(take(n));
+    }
+    assert!(counts.next().is_none(), "{name}: segment counts left over");
+    assert!(segs.next().is_none(), "{name}: segments left over");
+    f
+}
+
+/// Each captured header (`linux-*` from the C transport, `rs-*` from this
+/// one) is compared field by field with tshark's rpcordma dissection of the
+/// same frame, a reader that owes nothing to this project.
+#[test]
+fn captured_fields_match_tshark() {
+    let (mut files, mut segments) = (0, 0);
+    for (name, bytes) in corpus_headers() {
+        let base = name.trim_end_matches(".hdr");
+        let file = Path::new(base).file_name().unwrap().to_string_lossy();
+        let captured = file.starts_with("linux-") || file.starts_with("rs-");
+        let Ok(text) = std::fs::read_to_string(format!("{base}.tshark")) else {
+            assert!(!captured, "{name}: captured, but no {base}.tshark beside it");
+            continue;
+        };
+        let (h, len) =
+            decode(&bytes, &DecodeLimits::PERMISSIVE).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let diff = compare(&tshark_fields(&name, &text, len), &decoded_fields(&h, len));
+        assert!(
+            diff.mismatches.is_empty(),
+            "{name}: decoder disagrees with tshark:\n  {}",
+            diff.mismatches.join("\n  ")
+        );
+        files += 1;
+        segments += diff.segments;
+    }
+    eprintln!("tshark cross-check: {files} captured headers, {segments} segments");
+    assert!(
+        files > 0 && segments > 0,
+        "no captured header with a tshark dissection: the cross-check checked nothing"
+    );
 }
 
 /// The reader above agrees with a vector worked out by hand.
