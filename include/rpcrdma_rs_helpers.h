@@ -159,7 +159,7 @@ struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp);
 int rpcrdma_rs_drain_qp(struct ib_qp *qp);
 
 /* The transport class (rpcrdma_rs_sunrpc.c). */
-int rpcrdma_rs_xprt_class_register(void);
+int rpcrdma_rs_xprt_class_register(void *class_data);
 void rpcrdma_rs_xprt_class_unregister(void);
 void rpcrdma_rs_xprt_force_disconnect(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_set_cwnd(struct rpc_xprt *xprt, u32 credits);

@@ -2,7 +2,8 @@
 /*
  * What the Rust transport implements for the C glue in
  * rpcrdma_rs_sunrpc.c.  @transport is the pointer rpcrdma_rs_op_attach
- * returned.  Not read by bindgen: Rust defines these.
+ * returned.  Not read by bindgen: Rust defines these (sunrpc::class_ops!,
+ * calling sunrpc::Adapter).
  */
 #ifndef RPCRDMA_RS_OPS_H
 #define RPCRDMA_RS_OPS_H
@@ -13,8 +14,13 @@ struct rpc_rqst;
 struct rpc_xprt;
 struct rpcrdma_rs_stats;
 
-/* Creates the transport state of @xprt; NULL when out of memory. */
-void *rpcrdma_rs_op_attach(struct rpc_xprt *xprt, unsigned int *max_payload);
+/*
+ * Creates the transport state of @xprt; NULL when out of memory.
+ * @class_data is what rpcrdma_rs_xprt_class_register was given; called with
+ * the class mutex held, so the class cannot be unregistered meanwhile.
+ */
+void *rpcrdma_rs_op_attach(void *class_data, struct rpc_xprt *xprt,
+			   unsigned int *max_payload);
 /* Tears down the connection and releases the state. */
 void rpcrdma_rs_op_detach(void *transport);
 /* Connects; sleeps.  0 or a negative errno. */

@@ -9,6 +9,7 @@
  * rpcrdma_rs_xdr.c.
  */
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/ratelimit.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -371,6 +372,23 @@ static const struct rpc_xprt_ops rpcrdma_rs_procs = {
 
 static struct xprt_class rpcrdma_rs_class;
 
+/*
+ * What Rust registered the class with, for rpcrdma_rs_op_attach.  sunrpc
+ * may call setup after the class is unregistered (it finds the class, then
+ * calls setup unlocked): setup holds the mutex across attach, and
+ * unregistering clears the pointer under it before Rust frees what it
+ * points to.
+ */
+static DEFINE_MUTEX(rpcrdma_rs_class_mutex);
+static void *rpcrdma_rs_class_data;
+
+static void rpcrdma_rs_set_class_data(void *class_data)
+{
+	mutex_lock(&rpcrdma_rs_class_mutex);
+	rpcrdma_rs_class_data = class_data;
+	mutex_unlock(&rpcrdma_rs_class_mutex);
+}
+
 static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 {
 	struct rpcrdma_rs_xprt *r;
@@ -409,7 +427,11 @@ static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 	rpcrdma_rs_format_addresses(xprt, sap);
 	INIT_DELAYED_WORK(&r->connect_worker, rpcrdma_rs_connect_worker);
 
-	r->transport = rpcrdma_rs_op_attach(xprt, &max_payload);
+	mutex_lock(&rpcrdma_rs_class_mutex);
+	if (rpcrdma_rs_class_data)
+		r->transport = rpcrdma_rs_op_attach(rpcrdma_rs_class_data, xprt,
+						    &max_payload);
+	mutex_unlock(&rpcrdma_rs_class_mutex);
 	if (!r->transport) {
 		rpcrdma_rs_free_addresses(xprt);
 		xprt_free(xprt);
@@ -429,14 +451,23 @@ static struct xprt_class rpcrdma_rs_class = {
 	.netid		= { "rdma", "rdma6", "" },
 };
 
-int rpcrdma_rs_xprt_class_register(void)
+/* @class_data is handed to rpcrdma_rs_op_attach until unregistered. */
+int rpcrdma_rs_xprt_class_register(void *class_data)
 {
-	return xprt_register_transport(&rpcrdma_rs_class);
+	int rc;
+
+	rpcrdma_rs_set_class_data(class_data);
+	rc = xprt_register_transport(&rpcrdma_rs_class);
+	if (rc)
+		rpcrdma_rs_set_class_data(NULL);
+	return rc;
 }
 
+/* On return, no setup uses the class data, and none will. */
 void rpcrdma_rs_xprt_class_unregister(void)
 {
 	xprt_unregister_transport(&rpcrdma_rs_class);
+	rpcrdma_rs_set_class_data(NULL);
 }
 
 /* Accessors for the Rust side. */

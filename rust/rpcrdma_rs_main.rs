@@ -8,6 +8,8 @@
 //! - [`rdma`], [`debugfs`]: safe wrappers for the RDMA core and debugfs.
 //! - [`proto`]: the wire protocol (RFC 8166, RFC 8797) in plain `core` Rust,
 //!   also built on the host for tests and fuzzing.
+//! - [`sunrpc`]: safe wrappers for sunrpc, and the C entry points of the
+//!   transport class, made here for the transport's state type.
 //! - [`xprt`]: the transport itself.
 
 use kernel::prelude::*;
@@ -19,6 +21,9 @@ pub mod proto;
 mod rdma;
 mod sunrpc;
 mod xprt;
+
+// The `rpcrdma_rs_op_*` functions the C ops table calls.
+sunrpc::class_ops!(xprt::XprtState);
 
 module! {
     type: RpcrdmaRs,

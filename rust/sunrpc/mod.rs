@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Safe wrappers for the sunrpc objects the transport touches: the
-//! transport instance (`struct rpc_xprt`), its requests (`struct
-//! rpc_rqst`) and the transport class registration. The class, its ops
-//! table and the field-level glue are C (`include/rpcrdma_rs_sunrpc.c`).
+//! transport instance (`struct rpc_xprt`) and its requests (`struct
+//! rpc_rqst`) here; in [`transport`], the operations sunrpc calls on an
+//! instance, the C entry points that call them, and the class
+//! registration. The class, its ops table and the field-level glue are C
+//! (`include/rpcrdma_rs_sunrpc.c`).
+
+mod transport;
 
 use crate::{bindings, rdma::SockAddr};
 use core::{mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
+
+pub(crate) use transport::{class_ops, Adapter, ClassOps, ClassRegistration, XprtOps, XprtStats};
 
 /// Slot table entries, and the credits asked of the server.
 pub(crate) const MAX_REQUESTS: u32 = bindings::RPCRDMA_RS_MAX_REQUESTS;
@@ -19,27 +25,6 @@ pub(crate) const MRS: u32 = bindings::RPCRDMA_RS_MRS;
 pub(crate) const MAX_SEGS: u32 = bindings::RPCRDMA_RS_MAX_SEGS;
 /// Most pages of RPC payload.
 pub(crate) const MAX_DATA_PAGES: u32 = bindings::RPCRDMA_RS_MAX_DATA_PAGES;
-
-/// The `rdma` transport class, registered with sunrpc while this exists.
-pub(crate) struct ClassRegistration(());
-
-impl ClassRegistration {
-    /// Registers the class; fails with `EEXIST` if another module (the C
-    /// `rpcrdma`) has the `rdma` ident already.
-    pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No precondition; undone in `drop`.
-        to_result(unsafe { bindings::rpcrdma_rs_xprt_class_register() })?;
-        Ok(Self(()))
-    }
-}
-
-impl Drop for ClassRegistration {
-    fn drop(&mut self) {
-        // SAFETY: Registered in `new`. Transports made by the class hold a
-        // module reference, so none exists when the module unloads.
-        unsafe { bindings::rpcrdma_rs_xprt_class_unregister() };
-    }
-}
 
 /// A transport instance of the class.
 ///
@@ -59,13 +44,13 @@ unsafe impl Send for Xprt {}
 unsafe impl Sync for Xprt {}
 
 impl Xprt {
-    /// Wraps `raw`.
+    /// Wraps `raw`; for the class's entry points ([`Adapter`]).
     ///
     /// # Safety
     ///
     /// `raw` must be an xprt of this class that outlives the result (and
     /// every copy of it), as the type invariant says.
-    pub(crate) unsafe fn from_raw(raw: *mut bindings::rpc_xprt) -> Option<Self> {
+    unsafe fn from_raw(raw: *mut bindings::rpc_xprt) -> Option<Self> {
         // INVARIANT: by the function's contract.
         NonNull::new(raw).map(|raw| Self { raw })
     }
@@ -169,12 +154,12 @@ pub(crate) struct Rqst<'a> {
 }
 
 impl<'a> Rqst<'a> {
-    /// Wraps `raw`.
+    /// Wraps `raw`; for the class's entry points ([`Adapter`]).
     ///
     /// # Safety
     ///
     /// `raw` must be a live request for the lifetime `'a`.
-    pub(crate) unsafe fn from_raw(raw: *const bindings::rpc_rqst) -> Option<Self> {
+    unsafe fn from_raw(raw: *const bindings::rpc_rqst) -> Option<Self> {
         // SAFETY: By the function's contract.
         unsafe { raw.as_ref() }.map(|raw| Self { raw })
     }

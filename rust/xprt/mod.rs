@@ -4,8 +4,9 @@
 //!
 //! The map to the C implementation (`net/sunrpc/xprtrdma/`) is file by
 //! file where it can be: `ib_client.rs` here is `ib_client.c` there,
-//! `transport.rs` is `transport.c`, `verbs.rs` is `verbs.c`, and
-//! `marshal.rs` is `rpc_rdma.c`.
+//! `transport.rs` is `transport.c` (its ops, as `sunrpc::XprtOps`; the C
+//! entry points are `sunrpc`'s), `verbs.rs` is `verbs.c`, and `marshal.rs`
+//! is `rpc_rdma.c`.
 
 mod connect;
 mod frwr;
@@ -21,15 +22,16 @@ use kernel::{c_str, prelude::*, sync::Arc};
 
 pub(crate) use connect::ConnectProbe;
 pub(crate) use ib_client::DeviceTracker;
-use transport::{Registry, RegistryPublished};
+use transport::Registry;
+pub(crate) use transport::XprtState;
 
 /// Everything the module holds while loaded. Fields drop in order: the
-/// class first (no new transport after it), then the registry, the debugfs
-/// files (they read the tracker, the probe and the registry), then the
-/// client registration; the directory goes with its last file.
+/// class first (no new transport after it; it shares the registry with
+/// them), the debugfs files (they read the tracker, the probe and the
+/// registry), then the client registration; the directory goes with its
+/// last file.
 pub(crate) struct Transport {
-    _class: sunrpc::ClassRegistration,
-    _published: RegistryPublished,
+    _class: sunrpc::ClassRegistration<XprtState>,
     _xprts_file: Pin<KBox<debugfs::File<Registry>>>,
     _settings_file: Pin<KBox<debugfs::File<settings::SettingsFile>>>,
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
@@ -53,13 +55,11 @@ impl Transport {
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
         let settings = Arc::new(settings::SettingsFile, GFP_KERNEL)?;
         let settings_file = debugfs::File::new(c_str!("settings"), &debugfs, settings)?;
-        let published = RegistryPublished::new(&registry);
         // The harness takes this file as the sign that the class exists.
-        let xprts_file = debugfs::File::new(c_str!("xprts"), &debugfs, registry)?;
-        let class = sunrpc::ClassRegistration::new()?;
+        let xprts_file = debugfs::File::new(c_str!("xprts"), &debugfs, registry.clone())?;
+        let class = sunrpc::ClassRegistration::new(registry)?;
         Ok(Self {
             _class: class,
-            _published: published,
             _xprts_file: xprts_file,
             _settings_file: settings_file,
             _connect_file: connect_file,

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The transport's counters (the C `struct rpcrdma_stats`), read by
-//! `print_stats` for `/proc/self/mountstats` while the data path updates
-//! them.
+//! The transport's counters (the C `struct rpcrdma_stats`), updated by the
+//! data path and read as an [`XprtStats`] snapshot by `print_stats` for
+//! `/proc/self/mountstats`.
 
-use crate::bindings;
+use crate::sunrpc::XprtStats;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Counters, in the order of the C transport's `xprt: rdma` line.
@@ -35,10 +35,10 @@ pub(crate) struct Stats {
 }
 
 impl Stats {
-    /// A snapshot in the layout the C `print_stats` formats.
-    pub(crate) fn snapshot(&self) -> bindings::rpcrdma_rs_stats {
+    /// A snapshot of the counters the C `print_stats` formats.
+    pub(crate) fn snapshot(&self) -> XprtStats {
         let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        bindings::rpcrdma_rs_stats {
+        XprtStats {
             read_chunk_count: r(&self.read_chunk_count),
             write_chunk_count: r(&self.write_chunk_count),
             reply_chunk_count: r(&self.reply_chunk_count),
