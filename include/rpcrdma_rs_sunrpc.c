@@ -374,10 +374,11 @@ static struct xprt_class rpcrdma_rs_class;
 
 /*
  * What Rust registered the class with, for rpcrdma_rs_op_attach.  sunrpc
- * may call setup after the class is unregistered (it finds the class, then
- * calls setup unlocked): setup holds the mutex across attach, and
- * unregistering clears the pointer under it before Rust frees what it
- * points to.
+ * finds the class and then calls setup unlocked, holding a reference on
+ * this module (xprt_create_transport), so module exit never runs during a
+ * setup.  Unregistering from a failed init can: setup holds the mutex
+ * across attach, and unregistering clears the pointer under it before Rust
+ * frees what it points to.
  */
 static DEFINE_MUTEX(rpcrdma_rs_class_mutex);
 static void *rpcrdma_rs_class_data;
