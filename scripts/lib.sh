@@ -7,6 +7,7 @@ RPCRDMA_RS_CACHE=${RPCRDMA_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma-rs}
 
 # Pinned tool versions, installed by scripts/setup.sh into the cache.
 BINDGEN_VERSION=0.73.2
+CARGO_FUZZ_VERSION=0.13.2
 VIRTME_NG_VERSION=1.42
 
 # The kernel Makefile ignores RUSTC/RUSTDOC/BINDGEN from the environment,
@@ -18,7 +19,7 @@ BINDGEN=${BINDGEN:-$RPCRDMA_RS_CACHE/tools/bin/bindgen}
 VNG=${VNG:-$RPCRDMA_RS_CACHE/venv/bin/vng}
 # vng runs its helpers (virtme-run, virtme-configkernel) from PATH; cargo
 # may live in rustup's default place without being on PATH.
-PATH=$(dirname "$VNG"):$PATH:$HOME/.cargo/bin
+PATH=$(dirname "$VNG"):$RPCRDMA_RS_CACHE/tools/bin:$PATH:$HOME/.cargo/bin
 KMAKE_VARS=(RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" HOSTRUSTC="$RUSTC")
 
 # Build parallelism: the project machines have two cores.

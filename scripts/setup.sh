@@ -51,6 +51,11 @@ if ! "$BINDGEN" --version 2>/dev/null | grep -q " $BINDGEN_VERSION\$"; then
 	cargo install --locked --root "$RPCRDMA_RS_CACHE/tools" "bindgen-cli@$BINDGEN_VERSION"
 fi
 
+if ! cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION\$"; then
+	log "installing cargo-fuzz $CARGO_FUZZ_VERSION into $RPCRDMA_RS_CACHE/tools"
+	cargo install --locked --root "$RPCRDMA_RS_CACHE/tools" "cargo-fuzz@$CARGO_FUZZ_VERSION"
+fi
+
 if ! "$VNG" --version 2>/dev/null | grep -q " $VIRTME_NG_VERSION\$"; then
 	log "installing virtme-ng $VIRTME_NG_VERSION into $RPCRDMA_RS_CACHE/venv"
 	python3 -m venv "$RPCRDMA_RS_CACHE/venv"

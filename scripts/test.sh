@@ -52,6 +52,21 @@ awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
 	"$results/host.log" >"$results/host.summary"
 add_counts "$results/host.summary"
 
+# Each fuzz target for FUZZ_SECONDS (default 45), seeded with the captured
+# wire corpus; a crash, a hang or a target that did not run fails.
+fuzz_secs=${FUZZ_SECONDS:-45}
+log "fuzzing the protocol core, $fuzz_secs s per target"
+if FUZZ_CORPUS=$RPCRDMA_RS_CACHE/fuzz-corpus rust/host/fuzz/run.sh "$fuzz_secs" >"$results/fuzz.log" 2>&1 &&
+	[ "$(grep -cE '^Done [0-9]+ runs' "$results/fuzz.log")" = 3 ]; then
+	grep -E '^run.sh: fuzzing|^Done [0-9]+ runs' "$results/fuzz.log"
+	echo "ok - fuzz"
+	passed=$((passed + 1))
+else
+	tail -30 "$results/fuzz.log"
+	echo "not ok - fuzz (see $results/fuzz.log)"
+	failed=$((failed + 1))
+fi
+
 # A self-test of the harness, one short run: with HARNESS_CANARY=1,
 # harness_canary.sh plants a kernel WARNING and a data check with a wrong
 # expected checksum. The run must fail for exactly these two reasons: the

@@ -9,9 +9,11 @@
 # Targets default to all three: header_decode, private_data_decode,
 # chunk_plan. Installs cargo-fuzz from crates.io when it is missing. Works
 # on a stable toolchain: RUSTC_BOOTSTRAP=1 lets rustc accept the -Z
-# sanitizer flags cargo-fuzz passes. The seed corpus in corpus/<target>/ is
-# only read; what the fuzzer finds goes to target/fuzz-corpus/<target>/
-# (FUZZ_CORPUS overrides), crashes to artifacts/<target>/. The build has
+# sanitizer flags cargo-fuzz passes. The seeds are only read: corpus/<target>/
+# and, for the two decoders, the wire corpus captured from real traffic
+# (../tests/wire/*.hdr and *.pd). What the fuzzer finds goes to
+# target/fuzz-corpus/<target>/ (FUZZ_CORPUS overrides), crashes to
+# artifacts/<target>/. Exits non-zero when a target fails. The build has
 # debug assertions and overflow checks on, as the kernel build does.
 # FUZZ_SANITIZER picks the sanitizer (default address; "none" is faster).
 set -euo pipefail
@@ -53,11 +55,23 @@ max_len() {
 	esac
 }
 
+# wire_seeds TARGET: the captured files that seed TARGET.
+wire_seeds() {
+	case "$1" in
+	header_decode) echo ../tests/wire/*.hdr ;;
+	private_data_decode) echo ../tests/wire/*.pd ;;
+	esac
+}
+
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
 for t in "${targets[@]}"; do
-	mkdir -p "$work/$t" "corpus/$t"
-	echo "run.sh: fuzzing $t for ${secs}s" >&2
+	mkdir -p "$work/$t" "corpus/$t" "$seeds/$t"
+	# shellcheck disable=SC2046 # a list of file names without spaces
+	cp corpus/"$t"/* $(wire_seeds "$t") "$seeds/$t/" 2>/dev/null || true
+	echo "run.sh: fuzzing $t for ${secs}s from $(ls "$seeds/$t" | wc -l) seeds" >&2
 	cargo fuzz run --sanitizer "$sanitizer" --debug-assertions --jobs 1 \
-		"$t" "$work/$t" "corpus/$t" -- \
+		"$t" "$work/$t" "$seeds/$t" -- \
 		-max_total_time="$secs" -max_len="$(max_len "$t")" \
 		-timeout=10 -print_final_stats=1
 done
