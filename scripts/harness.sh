@@ -7,7 +7,7 @@
 #
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
-#                      [--append KERNEL-ARGS]
+#                      [--append KERNEL-ARGS] [--cpus N]
 #   scripts/harness.sh --judge DIR
 #
 # Writes everything into the run directory (default under the cache):
@@ -31,6 +31,10 @@ out=""
 limit=${HARNESS_TIMEOUT:-1800}
 extra_env=()
 judge=""
+# The client guest's vCPUs: with two, QEMU runs them as two host threads
+# (MTTCG), so the transport's completion handlers and senders really run
+# at the same time. The server guest has one; the machine has two cores.
+cpus=${HARNESS_CPUS:-2}
 # Debugging aids on the guests' command line (the kernel has the rest built in).
 append="slub_debug=FZP kmemleak=on"
 while [ $# -gt 0 ]; do
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--env) extra_env+=("$2"); shift 2 ;;
 	--append) append=$2; shift 2 ;;
 	--judge) judge=$2; shift 2 ;;
+	--cpus) cpus=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -120,6 +125,17 @@ accepted_warnings() {
 		/WARNING:/ { flush(); if ($0 ~ ENVIRON["REPORT"]) { inw = 1; wline = $0; n = 0 } next }
 		inw { if ($0 ~ ENVIRON["TRACE"]) hit = 1; if ($0 ~ /---\[ end trace/ || ++n > 200) flush() }
 		END { flush() }' "$@" 2>/dev/null || true
+}
+
+# injected_failures FILE...: prints the "page allocation failure" lines
+# that a test's fault injection explains: those between the markers it
+# writes to /dev/kmsg when it turns injection on and off.
+injected_failures() {
+	awk '
+		{ sub(/[[:space:]]+$/, "") }
+		/rpcrdma-rs-selftest: fault injection begins/ { on = 1; next }
+		/rpcrdma-rs-selftest: fault injection ends/ { on = 0; next }
+		on && /page allocation failure/' "$@" 2>/dev/null || true
 }
 
 # unexplained_leaks TRACE FILE: prints the kmemleak objects in FILE whose
@@ -209,6 +225,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 	echo "TRANSPORT=$transport"
 	echo "RDMA=$rdma"
 	echo "TESTS='$tests'"
+	echo "CPUS=$cpus"
 	printf 'APPEND=%q\n' "$append"
 	echo "MODULE=$module"
 	# Addresses on the guests' private virtual link; nothing else routes there.
@@ -225,14 +242,16 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 sel=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs
 # The source tree is shared explicitly: the guests mount fresh file systems
 # over /tmp and parts of /var, where a checkout may live.
-vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G --cpus 1
+vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G
 	--verbose --rodir="$RPCRDMA_RS_TOP" --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run
 	--append "$append")
 
 guest() { # ROLE NETDEV-OPTIONS MAC
 	local role=$1 netdev=$2 mac=$3
-	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --name "rpcrdma-$role" \
+	local n=1
+	[ "$role" = server ] || n=$cpus
+	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --cpus "$n" --name "rpcrdma-$role" \
 		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac" \
 		-- bash "$sel/guest_$role.sh" "$out" </dev/null >"$out/$role-console.log" 2>&1
 }
@@ -273,6 +292,14 @@ for role in server client; do
 	# same line from both counts once.
 	{ grep -hE "$kernel_problem_re" "$out/$role-dmesg.txt" "$out/$role-console.log" 2>/dev/null || true; } |
 		sed 's/[[:space:]]*$//' | sort -u >"$out/$role-kernel-problems.txt"
+	# Allocation failures a test injected on purpose leave the list.
+	injected_failures "$out/$role-dmesg.txt" "$out/$role-console.log" | sort -u >"$out/$role-injected.tmp"
+	if [ -s "$out/$role-injected.tmp" ]; then
+		defects+=("$role: $(wc -l <"$out/$role-injected.tmp") page allocation failures reported while a test injected them")
+		grep -vxF -f "$out/$role-injected.tmp" "$out/$role-kernel-problems.txt" >"$out/$role-problems.tmp" || true
+		mv "$out/$role-problems.tmp" "$out/$role-kernel-problems.txt"
+	fi
+	rm -f "$out/$role-injected.tmp"
 	# The server's known defects (known_server_defects) leave the list.
 	warn_accepted=0
 	if [ "$role" = server ]; then
@@ -401,7 +428,7 @@ for t in $tests; do
 	sed "s|^|  [$transport/$rdma] $t: |" "$out/tap/$t.tap" | grep -E '(not )?ok |# ' >&2 || true
 done
 for s in "${accepted[@]}"; do log "accepted skip (known_skips): $s"; done
-for d in "${defects[@]}"; do log "accepted server defect (known_server_defects): $d"; done
+for d in "${defects[@]}"; do log "accepted: $d"; done
 for p in "${problems[@]}"; do log "PROBLEM: $p"; done
 log "$transport/$rdma: $passed passed, $failed failed, $skipped skipped (logs: $out)"
 [ "$failed" = 0 ]

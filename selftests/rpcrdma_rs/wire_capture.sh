@@ -40,7 +40,11 @@ tap_check "unmount" umount "$mnt"
 
 # A second connection with 1 KiB inline thresholds (other private data, and
 # long calls and Reply chunks for ordinary operations).
-if [ -w /proc/sys/sunrpc/rdma_max_inline_write ]; then
+# (The C transport's sysctls; rpcrdma_rs's debugfs settings.)
+settings=/sys/kernel/debug/rpcrdma_rs/settings
+if [ "$TRANSPORT" = rs ]; then
+	echo "inline_max 1024" >"$settings"
+elif [ -w /proc/sys/sunrpc/rdma_max_inline_write ]; then
 	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_write
 	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_read
 fi
@@ -48,4 +52,5 @@ tap_check "NFSv4.2 mount with 1 KiB inline thresholds" nfs_mount 4.2 "$mnt"
 tap_check "listing and xattr with 1 KiB thresholds" bash -c "ls -l '$dir/many' >/dev/null && /usr/bin/python3 -c 'import os; os.setxattr(\"$dir/big\", \"user.small\", b\"s\" * 900)'"
 rm -rf "$dir"
 tap_check "unmount" umount "$mnt"
+[ "$TRANSPORT" != rs ] || echo "inline_max 4096" >"$settings"
 tap_exit
