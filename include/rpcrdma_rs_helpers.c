@@ -82,6 +82,22 @@ u32 rpcrdma_rs_ib_device_index(const struct ib_device *device)
 }
 
 /*
+ * A registration reference, as ib_device_try_get() takes (a static
+ * inline): unregistration waits until every one is put.  The caller holds
+ * the device registered already (a client callback, or an rdma_cm_id bound
+ * to it), so the count is not zero.
+ */
+void rpcrdma_rs_ib_device_get(struct ib_device *device)
+{
+	refcount_inc(&device->refcount);
+}
+
+void rpcrdma_rs_ib_device_put(struct ib_device *device)
+{
+	ib_device_put(device);
+}
+
+/*
  * rdma_create_id() is a macro that names the calling module.  A NULL @net
  * is the initial namespace.
  */
@@ -230,9 +246,14 @@ void rpcrdma_rs_free_sg(struct scatterlist *sg)
 	kfree(sg);
 }
 
+/*
+ * The page of a linear-mapped kernel address (kmalloc or page allocator
+ * memory), or NULL for any other address (vmalloc, module data, ...),
+ * whose virt_to_page() would name no page of it.
+ */
 struct page *rpcrdma_rs_virt_to_page(const void *addr)
 {
-	return virt_to_page(addr);
+	return virt_addr_valid(addr) ? virt_to_page(addr) : NULL;
 }
 
 /*

@@ -83,6 +83,8 @@ int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);
+void rpcrdma_rs_ib_device_get(struct ib_device *device);
+void rpcrdma_rs_ib_device_put(struct ib_device *device);
 
 /**
  * struct rpcrdma_rs_stats - the transport's counters for print_stats, in

@@ -2,10 +2,19 @@
 
 //! DMA-mapped buffers that are posted as one Send or one Receive, and the
 //! completions the RDMA core reports for them (`struct ib_cqe`).
+//!
+//! Ownership says where a buffer is. A [`SendBuf`] or a [`RecvBuf`] is not
+//! posted: its owner may fill it, post it or drop it. Posting moves it to
+//! its [`Qp`]; the completion hands it back to the handler, a Send as a
+//! [`SendBuf`] again, a Receive as a [`Received`], the one way to read what
+//! arrived, which reposting consumes. So no buffer is written, read or
+//! freed while the device may use it, and none is posted twice. Each
+//! buffer holds its QP, so it is unmapped before the QP's device goes, and
+//! is posted only on the QP whose device it is mapped for.
 
-use super::{CmHandler, CmId};
+use super::qp::{Posting, Qp, RemoteInvalidation, SendWr};
 use crate::{bindings, errno};
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{cell::Cell, ptr::NonNull};
 use kernel::{alloc::KVec, error::to_result, prelude::*, sync::Arc, types::Opaque};
 
 /// What the RDMA core reports about one completed work request.
@@ -32,30 +41,340 @@ impl Completion {
     }
 }
 
-/// Receives the completions of a [`WorkBuf`]'s work requests. Called from
-/// the CQ's workqueue, in process context.
+/// Receives the completions of the buffers made with it. Called from the
+/// CQ's workqueue, in process context. A handler must not drop the last
+/// reference to a memory region of the same QP, nor shut the QP down: both
+/// wait for this workqueue.
 pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
-    /// The Send of `buf` completed, or was flushed.
-    fn sent(&self, buf: &WorkBuf<'_, Self>, completion: &Completion);
-    /// A Receive completed, or was flushed. On success `rep` lends what
-    /// arrived until it is reposted or held.
-    fn received(&self, rep: Received<'_, Self>, completion: &Completion);
+    /// The Send of `buf` completed, or was flushed; `buf` is not posted
+    /// any more.
+    fn sent(&self, buf: SendBuf<Self>, completion: &Completion);
+    /// A Receive completed, or was flushed. On success `rep` holds what
+    /// arrived; on failure it holds nothing.
+    fn received(&self, rep: Received<Self>, completion: &Completion);
 }
 
-/// A completed Receive buffer that is not posted again yet: the one way to
-/// read what arrived. Reposting consumes it, so no borrow of the bytes can
-/// outlive the moment the device may write them again.
+/// The start of every buffer: its completion entry, and its links in its
+/// QP's list of posted buffers.
+///
+/// # Invariants
+///
+/// `prev` and `next` are written only under the posting lock of the QP the
+/// buffer is posted on, and only while it is posted. `free` drops the
+/// buffer this header begins.
+#[repr(C)]
+pub(super) struct BufHeader {
+    cqe: Opaque<bindings::ib_cqe>,
+    prev: Cell<*mut BufHeader>,
+    next: Cell<*mut BufHeader>,
+    free: unsafe fn(NonNull<BufHeader>),
+}
+
+impl BufHeader {
+    /// The list neighbours of `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live, in a QP's list, and its posting lock is held.
+    pub(super) unsafe fn links(h: NonNull<Self>) -> (*mut Self, *mut Self) {
+        // SAFETY: By the function's contract; only the `Cell`s are borrowed.
+        unsafe {
+            let h = h.as_ptr();
+            ((*h).prev.get(), (*h).next.get())
+        }
+    }
+
+    /// Sets both list neighbours of `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live and owned by (or being given to) a QP's list, whose
+    /// posting lock is held.
+    pub(super) unsafe fn set_links(h: NonNull<Self>, prev: *mut Self, next: *mut Self) {
+        // SAFETY: By the function's contract; only the `Cell`s are borrowed.
+        unsafe {
+            let h = h.as_ptr();
+            (*h).prev.set(prev);
+            (*h).next.set(next);
+        }
+    }
+
+    /// Sets the previous list neighbour of `h`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::set_links`].
+    pub(super) unsafe fn set_prev(h: NonNull<Self>, prev: *mut Self) {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).prev.set(prev) };
+    }
+
+    /// Sets the next list neighbour of `h`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::set_links`].
+    pub(super) unsafe fn set_next(h: NonNull<Self>, next: *mut Self) {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).next.set(next) };
+    }
+
+    /// Frees the buffer `h` begins.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the buffer (it is in no list, or the list that owned
+    /// it is gone) and nothing refers to it any more.
+    pub(super) unsafe fn free(h: NonNull<Self>) {
+        // SAFETY: `h` is live by the function's contract; `free` matches the
+        // buffer's type (type invariant).
+        unsafe { ((*h.as_ptr()).free)(h) };
+    }
+}
+
+/// A kernel buffer mapped for DMA by the device of a QP.
+///
+/// # Invariants
+///
+/// `header` is the first field (`#[repr(C)]`); its `cqe.done` is
+/// [`done_callback::<H>`] and its `free` is [`free_buf::<H>`]. `data` owns
+/// `len` initialised bytes of a `capacity`-byte `KVec` allocation; `addr`
+/// maps them for the device of `qp` (towards it when `to_device`), and is
+/// unmapped only by `drop`. `filled <= len`. A `Buf` is always in a
+/// `Pin<KBox<_>>`, owned either by a [`SendBuf`], [`RecvBuf`] or
+/// [`Received`] (then not posted), or by the in-flight list of `qp` (then
+/// posted, and `sq_seq` is its send-queue sequence number if a Send).
+#[repr(C)]
+struct Buf<H: CompletionHandler> {
+    header: BufHeader,
+    data: NonNull<u8>,
+    len: usize,
+    capacity: usize,
+    addr: u64,
+    to_device: bool,
+    /// Sends: the bytes filled in and handed to the device.
+    filled: usize,
+    sq_seq: u64,
+    qp: Arc<Qp>,
+    handler: Arc<H>,
+}
+
+// SAFETY: The raw pointers are an owned allocation and list links that are
+// written only under the QP's posting lock; the rest is `Send`.
+unsafe impl<H: CompletionHandler> Send for Buf<H> {}
+
+type Owned<H> = Pin<KBox<Buf<H>>>;
+
+impl<H: CompletionHandler> Buf<H> {
+    /// Allocates `len` bytes and maps them for the device of `qp`: for
+    /// Sends when `to_device`, else for Receives.
+    fn new(qp: &Arc<Qp>, len: usize, to_device: bool, handler: Arc<H>) -> Result<Owned<H>> {
+        let (data, len, capacity) = KVec::from_elem(0u8, len, GFP_KERNEL)?.into_raw_parts();
+        // A `KVec` pointer is never NULL, even when empty.
+        let data = NonNull::new(data).ok_or(ENOMEM)?;
+        let mut addr = 0u64;
+        // SAFETY: `data` is a live allocation of `len` bytes that stays put
+        // until `drop` unmaps it; the device is registered (held by `qp`).
+        let mapped = to_result(unsafe {
+            bindings::rpcrdma_rs_dma_map(
+                qp.device().as_raw(),
+                data.as_ptr().cast(),
+                len,
+                to_device,
+                &mut addr,
+            )
+        });
+        if let Err(e) = mapped {
+            // SAFETY: From `into_raw_parts` above; no buffer owns it.
+            drop(unsafe { KVec::from_raw_parts(data.as_ptr(), len, capacity) });
+            return Err(e);
+        }
+        // INVARIANT: the header's callbacks are `H`'s; `addr` maps `data`;
+        // nothing is filled. On an allocation failure the value is dropped,
+        // which unmaps and frees.
+        Ok(KBox::pin(
+            Self {
+                header: BufHeader {
+                    cqe: Opaque::new(bindings::ib_cqe {
+                        done: Some(done_callback::<H>),
+                    }),
+                    prev: Cell::new(core::ptr::null_mut()),
+                    next: Cell::new(core::ptr::null_mut()),
+                    free: free_buf::<H>,
+                },
+                data,
+                len,
+                capacity,
+                addr,
+                to_device,
+                filled: 0,
+                sq_seq: 0,
+                qp: qp.clone(),
+                handler,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Posts `buf` on its QP: as a Send of its filled bytes, or as a
+    /// Receive of all of it. On error the buffer comes back, not posted.
+    fn post(buf: Owned<H>) -> Result<(), (Owned<H>, Error)> {
+        let to_device = buf.to_device;
+        let len = if to_device { buf.filled } else { buf.len };
+        let Ok(len) = u32::try_from(len) else {
+            return Err((buf, EINVAL));
+        };
+        let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
+        let qp = buf.qp.clone();
+        // SAFETY: Nothing moves out of the allocation: its ownership passes
+        // to the QP's list, and comes back as the same pinned box.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
+        // CAST: the header is the first field of the `#[repr(C)]` `Buf`.
+        let header = raw.cast::<BufHeader>();
+        let posted = qp.posting(|post: &mut Posting| {
+            let h = NonNull::new(header).ok_or(EINVAL)?;
+            // SAFETY: `raw` is a live buffer in its pinned place, which we
+            // own and give to the list.
+            unsafe { post.link(h) };
+            // SAFETY: Only the header's `cqe` field is borrowed.
+            let cqe = unsafe { (*header).cqe.get() };
+            let result = if to_device {
+                // SAFETY: The buffer is owned by the in-flight list until
+                // its completion, or until the QP is destroyed.
+                unsafe {
+                    post.post_send(SendWr::Send {
+                        cqe,
+                        addr,
+                        len,
+                        lkey,
+                    })
+                }
+                .map(|seq| {
+                    // SAFETY: A field nothing else reads until the
+                    // completion, which takes this lock first.
+                    unsafe { (*raw).sq_seq = seq };
+                })
+            } else {
+                // SAFETY: As above.
+                unsafe { post.post_recv(cqe, addr, len, lkey) }
+            };
+            if result.is_err() {
+                // SAFETY: Linked above, and not posted.
+                unsafe { post.unlink(h) };
+            }
+            result
+        });
+        posted.map_err(|e| {
+            // SAFETY: Not posted, and out of the list (or never in it): ours
+            // again, the same pinned box.
+            (unsafe { Pin::new_unchecked(KBox::from_raw(raw)) }, e)
+        })
+    }
+}
+
+impl<H: CompletionHandler> Drop for Buf<H> {
+    fn drop(&mut self) {
+        // SAFETY: Mapped by `new` for a device `qp` holds registered (type
+        // invariant), and not posted: a posted buffer is owned by its QP's
+        // list, which drops it only after its completion or the QP's end.
+        unsafe {
+            bindings::rpcrdma_rs_dma_unmap(
+                self.qp.device().as_raw(),
+                self.addr,
+                self.len,
+                self.to_device,
+            )
+        };
+        // SAFETY: From `into_raw_parts` in `new` (type invariant), freed
+        // only here.
+        drop(unsafe { KVec::from_raw_parts(self.data.as_ptr(), self.len, self.capacity) });
+    }
+}
+
+/// A buffer for Sends, not posted.
+pub(crate) struct SendBuf<H: CompletionHandler>(Owned<H>);
+
+impl<H: CompletionHandler> SendBuf<H> {
+    /// Allocates a `len`-byte Send buffer mapped for the device of `qp`;
+    /// `handler` is told of its completions.
+    pub(crate) fn new(qp: &Arc<Qp>, len: usize, handler: Arc<H>) -> Result<Self> {
+        Buf::new(qp, len, true, handler).map(Self)
+    }
+
+    /// Lets `write` fill the buffer in place, then hands the bytes it
+    /// reports to the device; they are what [`SendBuf::post`] sends.
+    pub(crate) fn fill_with(
+        &mut self,
+        write: impl FnOnce(&mut [u8]) -> Result<usize>,
+    ) -> Result<usize> {
+        // SAFETY: Plain fields are written, nothing moves out of the pin.
+        let this = unsafe { self.0.as_mut().get_unchecked_mut() };
+        this.filled = 0;
+        // SAFETY: Not posted (a `SendBuf` owns it) and `&mut self`, so
+        // nothing else reads or writes the bytes.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(this.data.as_ptr(), this.len) };
+        let len = write(bytes)?;
+        if len > this.len {
+            return Err(errno::emsgsize());
+        }
+        // SAFETY: Mapped (type invariant); `len` is within the mapping.
+        unsafe {
+            bindings::rpcrdma_rs_dma_sync_for_device(
+                this.qp.device().as_raw(),
+                this.addr,
+                len,
+                this.to_device,
+            )
+        };
+        // INVARIANT: `len <= this.len`.
+        this.filled = len;
+        Ok(len)
+    }
+
+    /// Posts the filled bytes as one signaled Send on the buffer's QP. The
+    /// buffer comes back to the handler's [`CompletionHandler::sent`], or
+    /// here with the error if it could not be posted (the QP is not open,
+    /// or its queue is full).
+    pub(crate) fn post(self) -> Result<(), (Self, Error)> {
+        Buf::post(self.0).map_err(|(buf, e)| (Self(buf), e))
+    }
+}
+
+/// A buffer for Receives, not posted and holding nothing.
+pub(crate) struct RecvBuf<H: CompletionHandler>(Owned<H>);
+
+impl<H: CompletionHandler> RecvBuf<H> {
+    /// Allocates a `len`-byte Receive buffer mapped for the device of `qp`;
+    /// `handler` is told of its completions.
+    pub(crate) fn new(qp: &Arc<Qp>, len: usize, handler: Arc<H>) -> Result<Self> {
+        Buf::new(qp, len, false, handler).map(Self)
+    }
+
+    /// Posts the buffer as one Receive on its QP. It comes back to the
+    /// handler's [`CompletionHandler::received`], or here with the error if
+    /// it could not be posted.
+    pub(crate) fn post(self) -> Result<(), (Self, Error)> {
+        Buf::post(self.0).map_err(|(buf, e)| (Self(buf), e))
+    }
+}
+
+/// A completed Receive: the one way to read what arrived. Reposting
+/// consumes it, so no borrow of the bytes outlives the moment the device
+/// may write them again. It may be kept (e.g. until the memory of the RPC
+/// it answers is invalidated) as long as needed.
 ///
 /// # Invariants
 ///
 /// `buf` is not posted; its first `len` bytes were written by the device
-/// and synced for the CPU.
-pub(crate) struct Received<'a, H: CompletionHandler> {
-    buf: &'a WorkBuf<'a, H>,
+/// and synced for the CPU. `remote` was made from this Receive's
+/// completion.
+pub(crate) struct Received<H: CompletionHandler> {
+    buf: Owned<H>,
     len: usize,
+    remote: Option<RemoteInvalidation>,
 }
 
-impl<'a, H: CompletionHandler> Received<'a, H> {
+impl<H: CompletionHandler> Received<H> {
     /// What arrived.
     pub(crate) fn data(&self) -> &[u8] {
         // SAFETY: Not posted, so the device does not write the bytes while
@@ -63,252 +382,40 @@ impl<'a, H: CompletionHandler> Received<'a, H> {
         unsafe { core::slice::from_raw_parts(self.buf.data.as_ptr(), self.len) }
     }
 
-    /// The buffer itself, giving up the bytes: for reposting.
-    pub(crate) fn into_buf(self) -> &'a WorkBuf<'a, H> {
-        self.buf
+    /// The peer's Send With Invalidate this message carried, if any.
+    pub(crate) fn remote_invalidation(&self) -> Option<RemoteInvalidation> {
+        self.remote
     }
 
-    /// The buffer itself.
-    pub(crate) fn buf(&self) -> &'a WorkBuf<'a, H> {
-        self.buf
-    }
-
-    /// Keeps the buffer aside without a borrow, e.g. until the memory of
-    /// the RPC it answers is invalidated; [`WorkBuf::reclaim`] gives it back.
-    pub(crate) fn hold(self) -> HeldRecv {
-        HeldRecv {
-            buf: core::ptr::from_ref(self.buf).cast(),
-            len: self.len,
-            tag: self.buf.tag,
-        }
-    }
-}
-
-/// A completed Receive buffer kept aside, not posted: see
-/// [`Received::hold`]. Not `Clone`: one holder at a time.
-pub(crate) struct HeldRecv {
-    buf: *const core::ffi::c_void,
-    len: usize,
-    tag: u32,
-}
-
-impl HeldRecv {
-    /// The tag of the buffer.
-    pub(crate) fn tag(&self) -> u32 {
-        self.tag
-    }
-}
-
-// SAFETY: Only an address to compare with, a length and a tag.
-unsafe impl Send for HeldRecv {}
-
-/// A kernel buffer mapped for DMA by a connection's device, posted as a
-/// whole. It borrows the connection (`'id`), so it is unmapped before the
-/// connection lets go of the device.
-///
-/// # Invariants
-///
-/// `cqe` is the first field (`#[repr(C)]`) and its `done` is
-/// [`done_callback::<H>`]. `data` owns `len` initialised bytes of a
-/// `capacity`-byte `KVec` allocation, freed by `drop`. While `mapped`,
-/// `addr` is the mapping of those bytes for `device`, which the borrowed
-/// connection keeps allocated.
-#[repr(C)]
-#[pin_data(PinnedDrop)]
-pub(crate) struct WorkBuf<'id, H: CompletionHandler> {
-    #[pin]
-    cqe: Opaque<bindings::ib_cqe>,
-    /// The bytes, from `KVec::into_raw_parts`: reached only through raw
-    /// pointers, since the device writes them while the buffer is posted.
-    data: NonNull<u8>,
-    len: usize,
-    capacity: usize,
-    addr: u64,
-    mapped: bool,
-    device: *mut bindings::ib_device,
-    lkey: u32,
-    to_device: bool,
-    tag: u32,
-    handler: Arc<H>,
-    _connection: PhantomData<&'id ()>,
-}
-
-// SAFETY: The raw pointers are a device and an owned allocation, usable
-// from any thread.
-unsafe impl<H: CompletionHandler> Send for WorkBuf<'_, H> {}
-// SAFETY: A shared reference never reads or writes the bytes: that takes a
-// `Received` (one per completed Receive, not posted) or `&mut` (`fill_with`,
-// for a Send buffer the owner has not posted).
-unsafe impl<H: CompletionHandler> Sync for WorkBuf<'_, H> {}
-
-impl<'id, H: CompletionHandler> WorkBuf<'id, H> {
-    /// Allocates `len` bytes and maps them for the device of `id`, which
-    /// must have its QP: for Sends when `to_device`, else for Receives.
-    pub(crate) fn new<C: CmHandler>(
-        id: &'id CmId<C>,
-        len: usize,
-        to_device: bool,
-        tag: u32,
-        handler: Arc<H>,
-    ) -> Result<Pin<KBox<Self>>> {
-        // SAFETY: The result borrows `id`, so it goes first.
-        unsafe { Self::new_unbound(id, len, to_device, tag, handler) }
-    }
-
-    /// As [`WorkBuf::new`], for a buffer kept next to its connection.
-    ///
-    /// # Safety
-    ///
-    /// The buffer must be dropped before `id`.
-    pub(crate) unsafe fn new_unbound<C: CmHandler>(
-        id: &CmId<C>,
-        len: usize,
-        to_device: bool,
-        tag: u32,
-        handler: Arc<H>,
-    ) -> Result<Pin<KBox<Self>>> {
-        let device = id.device().ok_or(EINVAL)?;
-        let lkey = id.local_dma_lkey()?;
-        let (data, len, capacity) = KVec::from_elem(0u8, len, GFP_KERNEL)?.into_raw_parts();
-        // A `KVec` pointer is never NULL, even when empty.
-        let data = NonNull::new(data).ok_or(ENOMEM)?;
-        let buf = KBox::pin_init(
-            pin_init!(Self {
-                cqe <- Opaque::ffi_init(|slot: *mut bindings::ib_cqe| {
-                    // SAFETY: `slot` is valid for writes while initialised.
-                    unsafe {
-                        slot.write(bindings::ib_cqe {
-                            done: Some(done_callback::<H>),
-                        })
-                    };
-                }),
-                data,
-                len,
-                capacity,
-                addr: 0,
-                mapped: false,
-                device: device.as_raw(),
-                lkey,
-                to_device,
-                tag,
-                handler,
-                _connection: PhantomData,
-            }),
-            GFP_KERNEL,
-        );
-        let mut buf = match buf {
-            Ok(buf) => buf,
-            Err(e) => {
-                // SAFETY: From `into_raw_parts` above; no buffer owns it.
-                drop(unsafe { KVec::from_raw_parts(data.as_ptr(), len, capacity) });
-                return Err(e);
-            }
-        };
-        // SAFETY: Plain fields are written, nothing moves out of the pin.
-        let this = unsafe { buf.as_mut().get_unchecked_mut() };
-        let mut addr = 0u64;
-        // SAFETY: `data` is a live allocation of `len` bytes that stays put
-        // until `drop` unmaps it; `device` is kept allocated by `id`.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_dma_map(
-                this.device,
-                this.data.as_ptr().cast(),
-                this.len,
-                to_device,
-                &mut addr,
-            )
-        })?;
-        // INVARIANT: `addr` maps `data` for `device`.
-        this.addr = addr;
-        this.mapped = true;
-        Ok(buf)
-    }
-
-    /// Lets `write` fill a Send buffer in place, then hands the `len` bytes
-    /// it reports to the device.
-    ///
-    /// # Safety
-    ///
-    /// The buffer must not be posted: the device must not be reading it.
-    pub(crate) unsafe fn fill_with(
-        self: Pin<&mut Self>,
-        write: impl FnOnce(&mut [u8]) -> Result<usize>,
-    ) -> Result<usize> {
-        // SAFETY: Plain fields are written, nothing moves out of the pin.
-        let this = unsafe { self.get_unchecked_mut() };
-        // SAFETY: Not posted (the function's contract) and `&mut self`, so
-        // nothing else reads or writes the bytes.
-        let bytes = unsafe { core::slice::from_raw_parts_mut(this.data.as_ptr(), this.len) };
-        let len = write(bytes)?;
-        if len > this.len {
-            return Err(errno::emsgsize());
-        }
-        // SAFETY: Mapped by `new_unbound` (type invariant).
-        unsafe {
-            bindings::rpcrdma_rs_dma_sync_for_device(this.device, this.addr, len, this.to_device)
-        };
-        Ok(len)
-    }
-
-    /// The tag given at creation.
-    pub(crate) fn tag(&self) -> u32 {
-        self.tag
-    }
-
-    /// Takes back a buffer [`Received::hold`] kept aside; `held` is handed
-    /// back if it is another buffer's. A `HeldRecv` must not outlive its
-    /// buffer (the owner drops every one before freeing the buffers), or a
-    /// new buffer at the same address could take it for its own.
-    pub(crate) fn reclaim(
-        &self,
-        held: HeldRecv,
-    ) -> core::result::Result<Received<'_, H>, HeldRecv> {
-        if !core::ptr::eq(held.buf, core::ptr::from_ref(self).cast()) {
-            return Err(held);
-        }
-        // INVARIANT: `held` came from a `Received` of this buffer, which is
-        // not posted since (posting takes the `Received`, and `held` is not
-        // `Clone`).
-        Ok(Received {
-            buf: self,
-            len: held.len,
+    /// Posts the buffer again as a Receive, giving up what arrived. On
+    /// error it comes back unchanged.
+    pub(crate) fn repost(self) -> Result<(), (Self, Error)> {
+        let (len, remote) = (self.len, self.remote);
+        Buf::post(self.buf).map_err(|(buf, e)| {
+            // INVARIANT: not posted; the bytes are as they were.
+            (Self { buf, len, remote }, e)
         })
     }
-
-    /// The DMA address, length and local key to post.
-    pub(crate) fn sge(&self) -> (u64, u32, u32) {
-        let len = u32::try_from(self.len).unwrap_or(u32::MAX);
-        (self.addr, len, self.lkey)
-    }
-
-    /// The completion entry to post with.
-    pub(crate) fn cqe(&self) -> *mut bindings::ib_cqe {
-        self.cqe.get()
-    }
 }
 
-#[pinned_drop]
-impl<H: CompletionHandler> PinnedDrop for WorkBuf<'_, H> {
-    fn drop(self: Pin<&mut Self>) {
-        if self.mapped {
-            // SAFETY: Mapped by `new` for a device the connection still
-            // holds (type invariant), and no longer posted: the contract of
-            // posting is a drain before the buffer goes.
-            unsafe {
-                bindings::rpcrdma_rs_dma_unmap(self.device, self.addr, self.len, self.to_device)
-            };
-        }
-        // SAFETY: From `into_raw_parts` in `new_unbound` (type invariant),
-        // freed only here.
-        drop(unsafe { KVec::from_raw_parts(self.data.as_ptr(), self.len, self.capacity) });
-    }
-}
-
-/// The RDMA core's completion callback for work requests of [`WorkBuf<H>`].
+/// Frees a buffer that its QP's list owned.
 ///
 /// # Safety
 ///
-/// `wc->wr_cqe` is the `cqe` of a live `WorkBuf<'_, H>` that was posted.
+/// `h` begins a `Buf<H>` in its `Pin<KBox<_>>` allocation, which the caller
+/// owns and nothing refers to any more.
+unsafe fn free_buf<H: CompletionHandler>(h: NonNull<BufHeader>) {
+    // CAST: the header is the first field of the `#[repr(C)]` `Buf<H>`.
+    // SAFETY: By the function's contract.
+    drop(unsafe { Pin::new_unchecked(KBox::from_raw(h.as_ptr().cast::<Buf<H>>())) });
+}
+
+/// The RDMA core's completion callback for work requests of [`Buf<H>`].
+///
+/// # Safety
+///
+/// `wc->wr_cqe` is the `cqe` of a `Buf<H>` that was posted and is in its
+/// QP's in-flight list.
 unsafe extern "C" fn done_callback<H: CompletionHandler>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
@@ -318,11 +425,22 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
     // SAFETY: Every work request is posted with its buffer's `cqe` in
     // `wr_cqe` (the union member the kernel's CQ API uses).
     let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
-    // CAST: `cqe` is the first field of the `#[repr(C)]` `WorkBuf<H>`,
-    // whose `Opaque` wrapper is transparent.
-    let buf = cqe.cast::<WorkBuf<'_, H>>();
-    // SAFETY: By the function's contract the buffer is alive.
-    let buf = unsafe { &*buf };
+    // CAST: `cqe` is the first field of the header, the first field of the
+    // `#[repr(C)]` `Buf<H>`; `Opaque` is transparent.
+    let raw = cqe.cast::<Buf<H>>();
+    let Some(h) = NonNull::new(cqe.cast::<BufHeader>()) else {
+        return;
+    };
+    {
+        // SAFETY: The buffer is posted, so alive (the function's contract);
+        // only its `qp` field, which nothing writes, is borrowed.
+        let qp = unsafe { &(*raw).qp };
+        // SAFETY: In the in-flight list of its QP (the function's contract).
+        unsafe { qp.unlink(h) };
+    }
+    // SAFETY: Out of the list, so ours: the same pinned box it was posted
+    // as, and nothing else refers to it.
+    let buf = unsafe { Pin::new_unchecked(KBox::from_raw(raw)) };
     let with_invalidate = i32::try_from(bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE).unwrap_or(0);
     let invalidated = wc.wc_flags & with_invalidate != 0;
     // SAFETY: Both members of the union are 32-bit integers; the value is
@@ -333,19 +451,32 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
         byte_len: wc.byte_len,
         invalidated_rkey: invalidated.then_some(rkey),
     };
+    let handler = buf.handler.clone();
     if buf.to_device {
-        buf.handler.sent(buf, &completion);
+        if completion.is_success() {
+            buf.qp.sq_completed(buf.sq_seq);
+        }
+        handler.sent(SendBuf(buf), &completion);
         return;
     }
+    let index = buf.qp.rq_completed();
     let mut len = 0;
+    let mut remote = None;
     if completion.is_success() {
         len = usize::try_from(completion.byte_len)
             .unwrap_or(usize::MAX)
             .min(buf.len);
         // SAFETY: Mapped (type invariant); the device is done with it.
-        unsafe { bindings::rpcrdma_rs_dma_sync_for_cpu(buf.device, buf.addr, len, false) };
+        unsafe {
+            bindings::rpcrdma_rs_dma_sync_for_cpu(buf.qp.device().as_raw(), buf.addr, len, false)
+        };
+        remote = completion.invalidated_rkey.map(|rkey| RemoteInvalidation {
+            qp: buf.qp.uid(),
+            rkey,
+            index,
+        });
     }
     // INVARIANT: the Receive completed, so the buffer is not posted; the
     // device wrote `len` bytes (none if it failed or was flushed).
-    buf.handler.received(Received { buf, len }, &completion);
+    handler.received(Received { buf, len, remote }, &completion);
 }

@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RDMA connection manager identifiers (`struct rdma_cm_id`), and the
-//! protection domain and completion queues a connection's QP needs.
+//! RDMA connection manager identifiers (`struct rdma_cm_id`): one
+//! active connection's endpoint, and the queue pair created on it.
 
-use super::buffer::{CompletionHandler, Received, WorkBuf};
-use super::Device;
-use crate::{bindings, errno};
-use core::{
-    cell::Cell,
-    marker::PhantomData,
-    ptr::NonNull,
-    sync::atomic::{AtomicBool, Ordering},
+use super::{
+    qp::{Qp, QpCaps},
+    Device,
 };
+use crate::{bindings, sunrpc::Xprt};
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_void},
@@ -166,102 +163,6 @@ pub(crate) trait CmHandler: Send + Sync + 'static {
     fn handle(&self, event: &CmEvent<'_>);
 }
 
-/// A protection domain (`struct ib_pd`). Only a [`CmId`] makes one, for
-/// its own device, and frees it after its QP.
-///
-/// # Invariants
-///
-/// `raw` was allocated by `ib_alloc_pd` and is freed only by `drop`.
-pub(crate) struct Pd {
-    raw: NonNull<bindings::ib_pd>,
-}
-
-// SAFETY: A PD may be used and freed from any thread.
-unsafe impl Send for Pd {}
-// SAFETY: The verbs that take a PD do their own locking.
-unsafe impl Sync for Pd {}
-
-impl Pd {
-    /// The key that lets the device reach any local DMA-mapped memory.
-    fn local_dma_lkey(&self) -> u32 {
-        // SAFETY: The PD is live (type invariant).
-        unsafe { bindings::rpcrdma_rs_pd_local_dma_lkey(self.raw.as_ptr()) }
-    }
-
-    /// Allocates a protection domain on `device`.
-    fn new(device: &Device) -> Result<Self> {
-        // SAFETY: `device` is registered (its type invariant).
-        let raw = from_err_ptr(unsafe { bindings::rpcrdma_rs_alloc_pd(device.as_raw()) })?;
-        // INVARIANT: allocated by `ib_alloc_pd`, which never returns NULL.
-        NonNull::new(raw).map(|raw| Self { raw }).ok_or(ENOMEM)
-    }
-}
-
-impl Drop for Pd {
-    fn drop(&mut self) {
-        // SAFETY: Ours to free (type invariant); every QP using it was
-        // destroyed first (see `QpResources`).
-        unsafe { bindings::rpcrdma_rs_dealloc_pd(self.raw.as_ptr()) };
-    }
-}
-
-/// A completion queue (`struct ib_cq`) polled from a workqueue. Only a
-/// [`CmId`] makes one, for its own device, and frees it after its QP.
-///
-/// # Invariants
-///
-/// `raw` was allocated by `ib_alloc_cq_any` and is freed only by `drop`.
-pub(crate) struct Cq {
-    raw: NonNull<bindings::ib_cq>,
-}
-
-// SAFETY: A CQ may be used and freed from any thread.
-unsafe impl Send for Cq {}
-// SAFETY: The verbs that take a CQ do their own locking.
-unsafe impl Sync for Cq {}
-
-impl Cq {
-    /// Allocates a completion queue of `entries` entries on `device`.
-    fn new(device: &Device, entries: u32) -> Result<Self> {
-        let entries = c_int::try_from(entries).map_err(|_| EINVAL)?;
-        // SAFETY: `device` is registered (its type invariant).
-        let raw = from_err_ptr(unsafe { bindings::rpcrdma_rs_alloc_cq(device.as_raw(), entries) })?;
-        // INVARIANT: allocated by `ib_alloc_cq_any`, which never returns NULL.
-        NonNull::new(raw).map(|raw| Self { raw }).ok_or(ENOMEM)
-    }
-}
-
-impl Drop for Cq {
-    fn drop(&mut self) {
-        // SAFETY: Ours to free (type invariant); no QP uses it any more.
-        unsafe { bindings::ib_free_cq(self.raw.as_ptr()) };
-    }
-}
-
-/// The sizes of a queue pair and its completion queues.
-pub(crate) struct QpCaps {
-    /// Entries of each of the send and receive completion queues.
-    pub(crate) cq_entries: u32,
-    /// Send work requests that may be outstanding.
-    pub(crate) max_send_wr: u32,
-    /// Receive work requests that may be outstanding.
-    pub(crate) max_recv_wr: u32,
-    /// Scatter/gather entries per Send.
-    pub(crate) max_send_sge: u32,
-    /// Scatter/gather entries per Receive.
-    pub(crate) max_recv_sge: u32,
-}
-
-/// What a QP uses, kept until the QP is destroyed: field order is the
-/// order of release after `rdma_destroy_qp`.
-struct QpResources {
-    /// The QP exists: not destroyed early by [`CmId::quiesce`].
-    qp_alive: Cell<bool>,
-    /// The send and receive CQs, freed early with the QP.
-    cqs: Cell<Option<(Cq, Cq)>>,
-    pd: Pd,
-}
-
 /// Connection parameters for [`CmId::connect`].
 pub(crate) struct ConnParam<'a> {
     /// The private data to send (RFC 8797 for RPC-over-RDMA).
@@ -282,13 +183,12 @@ pub(crate) struct ConnParam<'a> {
 ///
 /// `raw` was created by `rdma_create_id` with `context` (an `Arc<H>` turned
 /// foreign) as its context and [`cm_handler::<H>`] as its handler; both are
-/// released only by `drop`. `qp` holds the QP's resources while a QP exists.
+/// released only by `drop`. `qp`, once set, is the QP created on `raw`;
+/// `drop` shuts it down before destroying `raw`.
 pub(crate) struct CmId<H: CmHandler> {
     raw: NonNull<bindings::rdma_cm_id>,
     context: *const c_void,
-    qp: Option<QpResources>,
-    /// Work requests were posted: the QP must be drained before teardown.
-    posted: AtomicBool,
+    qp: Option<Arc<Qp>>,
     _handler: PhantomData<Arc<H>>,
 }
 
@@ -306,16 +206,26 @@ impl<H: CmHandler> CmId<H> {
         unsafe { Self::new_in(handler, core::ptr::null_mut()) }
     }
 
+    /// As [`CmId::new`], in the network namespace of the sunrpc transport
+    /// `xprt`.
+    pub(crate) fn new_in_xprt_net(handler: Arc<H>, xprt: &Xprt) -> Result<Self> {
+        // SAFETY: The xprt is allocated while an `Xprt` of it exists (its
+        // type invariant), and holds a reference on its namespace for as
+        // long as it is; `rdma_create_id` takes one of its own.
+        unsafe { Self::new_in(handler, xprt.net()) }
+    }
+
     /// As [`CmId::new`], in network namespace `net` (NULL: the initial one).
     ///
     /// # Safety
     ///
-    /// `net`, if not NULL, must stay alive as long as the identifier.
-    pub(crate) unsafe fn new_in(handler: Arc<H>, net: *mut bindings::net) -> Result<Self> {
+    /// `net`, if not NULL, must be alive during the call; the identifier
+    /// takes its own reference.
+    unsafe fn new_in(handler: Arc<H>, net: *mut bindings::net) -> Result<Self> {
         let context = handler.into_foreign();
         // SAFETY: `cm_handler::<H>` matches the handler type and `context`
-        // stays valid until `rdma_destroy_id` in `drop`; `net` outlives the
-        // identifier by the function's contract.
+        // stays valid until `rdma_destroy_id` in `drop`; `net` is alive by
+        // the function's contract, and `rdma_create_id` takes a reference.
         let raw = unsafe {
             bindings::rpcrdma_rs_create_id(net, Some(cm_handler::<H>), context.cast_mut())
         };
@@ -325,7 +235,6 @@ impl<H: CmHandler> CmId<H> {
                 raw,
                 context,
                 qp: None,
-                posted: AtomicBool::new(false),
                 _handler: PhantomData,
             }),
             None => {
@@ -366,58 +275,31 @@ impl<H: CmHandler> CmId<H> {
         if device.is_null() {
             return None;
         }
-        // SAFETY: The identifier holds the device registered until it is
-        // destroyed or a DEVICE_REMOVAL event has been handled.
+        // SAFETY: The connection manager's removal of a device waits until
+        // every identifier bound to it is destroyed (`cma_process_remove`),
+        // so the device stays registered while the borrow of `self` lives.
         Some(unsafe { Device::from_raw(device.cast()) })
     }
 
     /// Creates the identifier's RC queue pair, with a protection domain and
-    /// send and receive CQs of its own on the resolved device; they are
-    /// freed after the QP, before the identifier.
+    /// send and receive CQs of its own on the resolved device. Buffers and
+    /// memory regions are made for it with [`CmId::qp`].
     pub(crate) fn create_qp(&mut self, caps: &QpCaps) -> Result {
         if self.qp.is_some() {
             return Err(EBUSY);
         }
         let device = self.device().ok_or(EINVAL)?;
-        let pd = Pd::new(device)?;
-        let send_cq = Cq::new(device, caps.cq_entries)?;
-        let recv_cq = Cq::new(device, caps.cq_entries)?;
-        let mut attr = bindings::ib_qp_init_attr {
-            send_cq: send_cq.raw.as_ptr().cast(),
-            recv_cq: recv_cq.raw.as_ptr().cast(),
-            qp_type: bindings::ib_qp_type_IB_QPT_RC,
-            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
-            ..Default::default()
-        };
-        attr.cap.max_send_wr = caps.max_send_wr;
-        attr.cap.max_recv_wr = caps.max_recv_wr;
-        attr.cap.max_send_sge = caps.max_send_sge;
-        attr.cap.max_recv_sge = caps.max_recv_sge;
-        // SAFETY: `raw` is live; `pd` and the CQs are on its device and,
-        // kept in `self.qp`, outlive the QP (destroyed first in `drop`).
-        to_result(unsafe {
-            bindings::rdma_create_qp(self.raw.as_ptr(), pd.raw.as_ptr().cast(), &mut attr)
-        })?;
-        self.qp = Some(QpResources {
-            qp_alive: Cell::new(true),
-            cqs: Cell::new(Some((send_cq, recv_cq))),
-            pd,
-        });
+        // SAFETY: `raw` is live and has no QP (checked above); `drop` shuts
+        // the QP down before destroying `raw`.
+        let qp = unsafe { Qp::create(self.raw, device, caps) }?;
+        // INVARIANT: the QP created on `raw`.
+        self.qp = Some(qp);
         Ok(())
     }
 
-    /// The QP's protection domain, for memory regions. Valid while the
-    /// identifier has its QP.
-    pub(super) fn raw_pd(&self) -> Result<*mut bindings::ib_pd> {
-        self.qp.as_ref().map(|qp| qp.pd.raw.as_ptr()).ok_or(EINVAL)
-    }
-
-    /// The local DMA key of the QP's protection domain.
-    pub(crate) fn local_dma_lkey(&self) -> Result<u32> {
-        self.qp
-            .as_ref()
-            .map(|qp| qp.pd.local_dma_lkey())
-            .ok_or(EINVAL)
+    /// The identifier's queue pair; `EINVAL` before [`CmId::create_qp`].
+    pub(crate) fn qp(&self) -> Result<&Arc<Qp>> {
+        self.qp.as_ref().ok_or(EINVAL)
     }
 
     /// Connects; the handler is told `Established` or why not.
@@ -436,94 +318,10 @@ impl<H: CmHandler> CmId<H> {
         to_result(unsafe { bindings::rdma_connect(self.raw.as_ptr(), &mut raw) })
     }
 
-    fn raw_qp(&self) -> Result<*mut bindings::ib_qp> {
-        if !self.qp.as_ref().is_some_and(|qp| qp.qp_alive.get()) {
-            return Err(EINVAL);
-        }
-        // SAFETY: `raw` is live; its QP exists while `qp_alive` is set.
-        Ok(unsafe { (*self.raw.as_ptr()).qp }.cast())
-    }
-
-    /// A handle that posts Receives without borrowing the identifier, for
-    /// completion handlers that repost their buffer.
-    pub(crate) fn qp_handle(&self) -> Result<QpHandle> {
-        let qp = self.raw_qp()?;
-        self.posted.store(true, Ordering::Relaxed);
-        Ok(QpHandle { qp })
-    }
-
-    /// Posts `buf` as one Receive.
-    ///
-    /// # Safety
-    ///
-    /// `buf` must not be posted already, and must stay alive until its
-    /// completion is delivered: calling [`CmId::quiesce`] before dropping the
-    /// buffer guarantees that.
-    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, buf: &WorkBuf<'_, C>) -> Result {
-        let qp = self.raw_qp()?;
-        let (addr, len, lkey) = buf.sge();
-        self.posted.store(true, Ordering::Relaxed);
-        // SAFETY: The QP is live; the buffer is mapped and outlives the work
-        // request by the function's contract.
-        to_result(unsafe { bindings::rpcrdma_rs_post_recv(qp, buf.cqe(), addr, len, lkey) })
-    }
-
-    /// Posts the first `len` bytes of `buf` as one signaled Send.
-    ///
-    /// # Safety
-    ///
-    /// As for [`CmId::post_recv`].
-    pub(crate) unsafe fn post_send<C: CompletionHandler>(
-        &self,
-        buf: &WorkBuf<'_, C>,
-        len: u32,
-    ) -> Result {
-        let qp = self.raw_qp()?;
-        let (addr, max, lkey) = buf.sge();
-        if len > max {
-            return Err(errno::emsgsize());
-        }
-        self.posted.store(true, Ordering::Relaxed);
-        // SAFETY: As in `post_recv`.
-        to_result(unsafe { bindings::rpcrdma_rs_post_send(qp, buf.cqe(), addr, len, lkey) })
-    }
-
-    /// Stops the QP for good: moves it to the error state, waits until
-    /// every posted work request has completed or been flushed, then
-    /// destroys the QP and frees its CQs (completions still queued, if the
-    /// drain could not be posted, are discarded). Afterwards the peer
-    /// reaches nothing through the QP, the device touches no buffer, and no
-    /// completion handler runs for it again: what the work requests
-    /// referred to may be freed. The PD stays until the identifier goes.
-    ///
-    /// The QP is destroyed even after a drain that reports success: a
-    /// device's own drain method cannot report a failure. An error says
-    /// the drain could not be posted.
-    ///
-    /// Each queue needs room for one more work request than the caller
-    /// ever posts (the drain's own), and the caller must have stopped
-    /// posting.
+    /// Shuts the queue pair down, if there is one: see [`Qp::shutdown`].
+    /// Afterwards nothing posted on it can reach memory or complete.
     pub(crate) fn quiesce(&self) -> Result {
-        let Ok(qp) = self.raw_qp() else {
-            return Ok(());
-        };
-        let mut drained = Ok(());
-        if self.posted.load(Ordering::Acquire) {
-            // SAFETY: The QP is live, its CQs are polled from a workqueue,
-            // and the caller has stopped posting.
-            drained = to_result(unsafe { bindings::rpcrdma_rs_drain_qp(qp) });
-        }
-        // SAFETY: The QP exists (`raw_qp` succeeded); nothing posts to it
-        // any more. The device stops all access on return.
-        unsafe { bindings::rdma_destroy_qp(self.raw.as_ptr()) };
-        if let Some(res) = self.qp.as_ref() {
-            res.qp_alive.set(false);
-            // `ib_free_cq` waits for a handler in progress, and no
-            // completion is delivered afterwards.
-            drop(res.cqs.take());
-        }
-        self.posted.store(false, Ordering::Release);
-        drained
+        self.qp.as_ref().map_or(Ok(()), |qp| qp.shutdown())
     }
 
     /// Starts an orderly disconnect; the handler is told `Disconnected`.
@@ -533,41 +331,12 @@ impl<H: CmHandler> CmId<H> {
     }
 }
 
-/// A queue pair's raw handle, for reposting Receives from completion
-/// handlers. Using it is unsafe: the caller must know the QP still exists.
-#[derive(Clone, Copy)]
-pub(crate) struct QpHandle {
-    pub(super) qp: *mut bindings::ib_qp,
-}
-
-// SAFETY: Verbs on a QP may be called from any thread.
-unsafe impl Send for QpHandle {}
-// SAFETY: As above; posting does its own locking.
-unsafe impl Sync for QpHandle {}
-
-impl QpHandle {
-    /// Posts a completed Receive buffer again.
-    ///
-    /// # Safety
-    ///
-    /// The QP must not have been destroyed (its [`CmId`] is alive and has
-    /// not been drained since the handle was taken), and the buffer must
-    /// stay alive until its completion is delivered.
-    pub(crate) unsafe fn post_recv<C: CompletionHandler>(&self, rep: Received<'_, C>) -> Result {
-        // The borrow of the bytes ends here, before the device may write.
-        let buf = rep.into_buf();
-        let (addr, len, lkey) = buf.sge();
-        // SAFETY: The QP is live and the buffer outlives the request, by
-        // the function's contract; it was not posted (it was `Received`).
-        to_result(unsafe { bindings::rpcrdma_rs_post_recv(self.qp, buf.cqe(), addr, len, lkey) })
-    }
-}
-
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
-        // Drains and destroys the QP unless the owner did (a no-op then).
+        // Drains and destroys the QP unless the owner did (a no-op then):
+        // the `Qp` must not use `raw` after it is destroyed. Its PD stays
+        // while buffers and regions made for it hold it.
         let _ = self.quiesce();
-        // The QP is gone: its CQs and PD may go.
         self.qp = None;
         // SAFETY: Ours to destroy (type invariant). This waits for a
         // handler in progress, and no event is delivered afterwards.

@@ -1,20 +1,58 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RDMA device (`struct ib_device`).
+//! An RDMA device (`struct ib_device`), and the references that keep one
+//! registered ([`ARef<Device>`]).
 
 use crate::bindings;
-use kernel::{str::CStr, types::Opaque};
+use core::ptr::NonNull;
+use kernel::{
+    str::CStr,
+    types::{AlwaysRefCounted, Opaque},
+};
 
 /// An RDMA device known to the RDMA core.
+///
+/// An [`ARef<Device>`] holds a registration reference (what
+/// `ib_device_try_get` takes): `ib_unregister_device` waits until every one
+/// is put, so the device stays registered, its driver operations and DMA
+/// device valid, for as long as the reference exists. Everything DMA-mapped
+/// for a device, and every verbs object made on it, holds one.
 ///
 /// # Invariants
 ///
 /// A `&Device` is only made while the RDMA core guarantees the device is
-/// allocated and its driver operations valid: inside an `ib_client`
-/// callback for it (during `remove` it is already unregistered, but not
-/// yet torn down), or while an `rdma_cm_id` bound to it exists.
+/// allocated, its driver operations valid and its registration count not
+/// zero: inside an `ib_client` callback for it (during `remove` it is
+/// already unregistered, but its count is put only after every client's
+/// `remove`), while an `rdma_cm_id` bound to it exists (the connection
+/// manager's own `remove` waits for every such identifier), or through an
+/// [`ARef<Device>`].
 #[repr(transparent)]
 pub(crate) struct Device(Opaque<bindings::ib_device>);
+
+// SAFETY: The functions called on a device do their own locking, and a
+// registration reference may be taken and put from any thread.
+unsafe impl Send for Device {}
+// SAFETY: As above.
+unsafe impl Sync for Device {}
+
+// SAFETY: A registration reference keeps the device registered, and so
+// allocated (`ib_dealloc_device` follows unregistration); every
+// `ib_device` is counted so.
+unsafe impl AlwaysRefCounted for Device {
+    fn inc_ref(&self) {
+        // SAFETY: The count is not zero while a `&Device` exists (type
+        // invariant), so this is a registration reference like
+        // `ib_device_try_get`'s.
+        unsafe { bindings::rpcrdma_rs_ib_device_get(self.as_raw()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // CAST: `Device` is a transparent wrapper of `ib_device`.
+        // SAFETY: The caller gives up a reference taken by `inc_ref`.
+        unsafe { bindings::rpcrdma_rs_ib_device_put(obj.as_ptr().cast()) };
+    }
+}
 
 impl Device {
     /// Wraps a C `ib_device`.

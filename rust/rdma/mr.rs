@@ -3,11 +3,44 @@
 //! Fast-registration memory regions (FRWR: `IB_WR_REG_MR` and
 //! `IB_WR_LOCAL_INV`), which expose parts of pages to the peer's RDMA
 //! Reads and Writes.
+//!
+//! A region is made for one [`Qp`] and posts only there; it holds the QP,
+//! so its PD and device stay while it exists, and dropping a region that
+//! was ever posted shuts its QP down first.
+//!
+//! A mapping is a typestate: [`Mr::map`] returns a [`Mapped`] token, which
+//! [`Mr::post_reg`] and [`Mr::post_local_inv`] borrow and [`Mr::unmap`]
+//! consumes. The region keeps track of what the device may still do with
+//! the mapping, and [`Mr::unmap`] hands the token back while the peer may
+//! still reach the memory. A mapping is undone only when
+//!
+//! - its REG_MR was never posted;
+//! - a LOCAL_INV of it completed: its own signaled completion arrived, or
+//!   that of a later request on the send queue (which completes in order,
+//!   see [`Qp`]);
+//! - the peer invalidated it with Send With Invalidate, reported by a
+//!   Receive of the same QP delivered after the REG_MR was posted
+//!   ([`Mr::invalidated_by_peer`]);
+//! - or the QP is destroyed.
+//!
+//! The transport's own rules (`xprt/frwr.rs`) decide when to invalidate
+//! and when to unmap; these checks only refuse what would let the peer
+//! reach memory after it is handed back.
 
-use super::{buffer::Completion, cm::QpHandle, CmHandler, CmId};
+use super::{
+    buffer::Completion,
+    qp::{Qp, RemoteInvalidation, SendWr},
+    CmHandler, CmId, Piece,
+};
 use crate::{bindings, proto::header::Segment};
 use core::ptr::NonNull;
-use kernel::{error::to_result, prelude::*, sync::Arc, types::Opaque};
+use kernel::{
+    error::to_result,
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+    types::Opaque,
+};
 
 /// What a device offers for FRWR.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +68,9 @@ impl FrwrAttrs {
     }
 }
 
-/// Told when a memory region's work requests complete.
+/// Told when a memory region's work requests complete. Called from the
+/// CQ's workqueue, with the same restrictions as a
+/// [`CompletionHandler`](super::CompletionHandler).
 pub(crate) trait MrHandler: Send + Sync + 'static + Sized {
     /// The signaled LOCAL_INV of `mr` completed, or was flushed.
     fn invalidated(&self, mr: &Mr<Self>, completion: &Completion);
@@ -44,18 +79,67 @@ pub(crate) trait MrHandler: Send + Sync + 'static + Sized {
     fn reg_failed(&self, mr: &Mr<Self>, completion: &Completion);
 }
 
-/// A part of one page to register.
-pub(crate) type Piece = bindings::rpcrdma_rs_piece;
+/// A live mapping of a region, from [`Mr::map`] until [`Mr::unmap`]
+/// takes it back; the segment to advertise. Not `Clone`: one holder.
+#[must_use]
+pub(crate) struct Mapped {
+    mr: u64,
+    gen: u64,
+    seg: Segment,
+}
+
+impl Mapped {
+    /// The segment the mapping is advertised as (RFC 8166, section 4.2).
+    pub(crate) fn segment(&self) -> Segment {
+        self.seg
+    }
+}
+
+/// What a region's current mapping may still let the device do.
+#[derive(Clone, Copy)]
+struct Mapping {
+    gen: u64,
+    nents: u32,
+    writing: bool,
+    rkey: u32,
+    /// The REG_MR is posted; how many Receive completions the QP had
+    /// delivered by then.
+    reg: Option<u64>,
+    /// The send-queue sequence number of the last LOCAL_INV posted.
+    inv: Option<u64>,
+    /// The peer invalidated this registration.
+    remote: bool,
+}
+
+struct MrState {
+    mapping: Option<Mapping>,
+    next_gen: u64,
+    /// A work request was posted for the region, ever.
+    posted: bool,
+    /// The sequence number of the signaled LOCAL_INV whose completion has
+    /// not come yet.
+    inv_signaled: Option<u64>,
+}
+
+impl MrState {
+    /// The current mapping, if `m` is its token.
+    fn current(&mut self, uid: u64, m: &Mapped) -> Option<&mut Mapping> {
+        self.mapping
+            .as_mut()
+            .filter(|mapping| m.mr == uid && m.gen == mapping.gen)
+    }
+}
 
 /// One memory region and its scatterlist.
 ///
 /// # Invariants
 ///
-/// `raw` was allocated by `ib_alloc_mr` on the PD of a connection, with a
-/// `depth`-entry scatterlist `sg`; both are released only by `drop`, which
-/// the owner runs before the connection's PD goes and after its QP is
-/// drained. `reg_cqe` and `inv_cqe` call [`reg_done::<H>`] and
-/// [`inv_done::<H>`].
+/// `raw` was allocated by `ib_alloc_mr` on the PD of `qp`, with a
+/// `depth`-entry scatterlist `sg`; both are released only by `drop`, after
+/// `qp` is destroyed if anything was ever posted for the region. While
+/// `state.mapping` is set, `sg` holds its `nents` entries, DMA-mapped for
+/// the device of `qp` in its direction. `reg_cqe` and `inv_cqe` call
+/// [`reg_done::<H>`] and [`inv_done::<H>`]. `uid` is no other region's.
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mr<H: MrHandler> {
@@ -66,43 +150,43 @@ pub(crate) struct Mr<H: MrHandler> {
     raw: NonNull<bindings::ib_mr>,
     sg: NonNull<bindings::scatterlist>,
     depth: u32,
-    device: *mut bindings::ib_device,
     index: u32,
+    uid: u64,
+    qp: Arc<Qp>,
     handler: Arc<H>,
+    #[pin]
+    state: SpinLock<MrState>,
 }
 
 // SAFETY: The raw pointers are verbs objects usable from any thread; the
-// owner serialises mapping, posting and unmapping of one region.
+// region's state is behind its lock.
 unsafe impl<H: MrHandler> Send for Mr<H> {}
 // SAFETY: As above.
 unsafe impl<H: MrHandler> Sync for Mr<H> {}
 
 impl<H: MrHandler> Mr<H> {
-    /// Allocates a region of `depth` pages on the PD of `id`.
-    ///
-    /// # Safety
-    ///
-    /// The result must be dropped before `id`, after draining its QP.
-    pub(crate) unsafe fn new<C: CmHandler>(
-        id: &CmId<C>,
+    /// Allocates a region of `depth` pages on the PD of `qp`; `index` is
+    /// the owner's name for it, `handler` is told of its completions.
+    pub(crate) fn new(
+        qp: &Arc<Qp>,
         depth: u32,
         index: u32,
         handler: Arc<H>,
     ) -> Result<Pin<KBox<Self>>> {
-        let device = id.device().ok_or(EINVAL)?.as_raw();
-        let pd = id.raw_pd()?;
         // SAFETY: No precondition.
         let sg = NonNull::new(unsafe { bindings::rpcrdma_rs_alloc_sg(depth) }).ok_or(ENOMEM)?;
-        // SAFETY: `pd` is live while `id` has its QP.
-        let raw = kernel::error::from_err_ptr(unsafe { bindings::rpcrdma_rs_alloc_mr(pd, depth) })
-            .ok()
-            .and_then(NonNull::new);
+        // SAFETY: The PD is live while `qp` is.
+        let raw = kernel::error::from_err_ptr(unsafe {
+            bindings::rpcrdma_rs_alloc_mr(qp.raw_pd(), depth)
+        })
+        .ok()
+        .and_then(NonNull::new);
         let Some(raw) = raw else {
             // SAFETY: Allocated above, not used.
             unsafe { bindings::rpcrdma_rs_free_sg(sg.as_ptr()) };
             return Err(ENOMEM);
         };
-        KBox::pin_init(
+        let mr = KBox::pin_init(
             pin_init!(Self {
                 reg_cqe <- Opaque::ffi_init(|slot: *mut bindings::ib_cqe| {
                     // SAFETY: `slot` is valid for writes.
@@ -115,12 +199,27 @@ impl<H: MrHandler> Mr<H> {
                 raw,
                 sg,
                 depth,
-                device,
                 index,
+                uid: super::next_uid(),
+                qp: qp.clone(),
                 handler,
+                state <- new_spinlock!(MrState {
+                    mapping: None,
+                    next_gen: 0,
+                    posted: false,
+                    inv_signaled: None,
+                }),
             }),
             GFP_KERNEL,
-        )
+        );
+        if mr.is_err() {
+            // SAFETY: Allocated above, never posted, owned by no region.
+            unsafe {
+                bindings::rpcrdma_rs_dereg_mr(raw.as_ptr());
+                bindings::rpcrdma_rs_free_sg(sg.as_ptr());
+            }
+        }
+        mr
     }
 
     /// The owner's index of this region.
@@ -128,85 +227,185 @@ impl<H: MrHandler> Mr<H> {
         self.index
     }
 
-    /// DMA-maps `pieces` and maps them into the region for RPC `xid`;
-    /// returns the segment to advertise.
-    ///
-    /// # Safety
-    ///
-    /// The region must not be mapped or posted; the pages must stay until
-    /// [`Mr::unmap`].
-    pub(crate) unsafe fn map(&self, pieces: &[Piece], writing: bool, xid: u32) -> Result<Segment> {
+    /// DMA-maps `pieces` and maps them into the region for RPC `xid`, with
+    /// a new key; returns the mapping, whose segment is to be advertised.
+    /// `EBUSY` while the region is mapped.
+    pub(crate) fn map(&self, pieces: &[Piece], writing: bool, xid: u32) -> Result<Mapped> {
         let n = u32::try_from(pieces.len()).map_err(|_| EINVAL)?;
         if n == 0 || n > self.depth {
             return Err(EINVAL);
         }
+        let mut state = self.state.lock();
+        if state.mapping.is_some() {
+            return Err(EBUSY);
+        }
         let mut seg = bindings::rpcrdma_rs_mr_seg::default();
         // SAFETY: The region and its `depth`-entry scatterlist are live
-        // (type invariant); `pieces` has `n <= depth` entries.
+        // (type invariant), and not mapped: no work request reads the
+        // region's page list (the last mapping was undone only once
+        // unreachable, see `unmap`). `pieces` has `n <= depth` entries,
+        // each a part of one page of a request's buffer (type invariant of
+        // `Piece`); `Piece` is a transparent wrapper of the C piece.
         to_result(unsafe {
             bindings::rpcrdma_rs_mr_map(
-                self.device,
+                self.qp.device().as_raw(),
                 self.raw.as_ptr(),
                 self.sg.as_ptr(),
-                pieces.as_ptr(),
+                pieces.as_ptr().cast(),
                 n,
                 writing,
                 xid,
                 &mut seg,
             )
         })?;
-        Ok(Segment {
-            handle: seg.handle,
-            length: seg.length,
-            offset: seg.offset,
+        let gen = state.next_gen;
+        state.next_gen = gen.wrapping_add(1);
+        // INVARIANT: `sg` holds `n` entries mapped in this direction.
+        state.mapping = Some(Mapping {
+            gen,
+            nents: n,
+            writing,
+            rkey: seg.handle,
+            reg: None,
+            inv: None,
+            remote: false,
+        });
+        Ok(Mapped {
+            mr: self.uid,
+            gen,
+            seg: Segment {
+                handle: seg.handle,
+                length: seg.length,
+                offset: seg.offset,
+            },
         })
     }
 
-    /// Undoes the DMA mapping of the `n` pieces [`Mr::map`] mapped.
-    ///
-    /// # Safety
-    ///
-    /// The region was mapped with `n` pieces and `writing`, and the peer
-    /// can no longer reach it (invalidated, or the QP drained).
-    pub(crate) unsafe fn unmap(&self, n: u32, writing: bool) {
-        // SAFETY: By the function's contract.
-        unsafe { bindings::rpcrdma_rs_mr_unmap(self.device, self.sg.as_ptr(), n, writing) };
+    /// Posts the unsignaled REG_MR that makes the mapping reachable by the
+    /// peer, on the region's QP. Once per mapping (`EBUSY` after); `EINVAL`
+    /// if `m` is not the region's current mapping; `ENOTCONN` if the QP is
+    /// not open.
+    pub(crate) fn post_reg(&self, m: &Mapped) -> Result {
+        let mut state = self.state.lock();
+        let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
+        if mapping.reg.is_some() {
+            return Err(EBUSY);
+        }
+        let wr = SendWr::RegMr {
+            mr: self.raw.as_ptr(),
+            writing: mapping.writing,
+            cqe: self.reg_cqe.get(),
+        };
+        // SAFETY: The region and its `reg_cqe` stay until the QP is
+        // destroyed: `drop` shuts the QP down first once anything was
+        // posted, which is recorded below before the lock is let go.
+        self.qp.posting(|post| unsafe { post.post_send(wr) })?;
+        // Counted after posting: the peer can only invalidate the new key
+        // in answer to what is posted after this REG_MR.
+        mapping.reg = Some(self.qp.rq_seen());
+        state.posted = true;
+        Ok(())
     }
 
-    /// Posts the unsignaled REG_MR that makes the mapped region reachable.
-    ///
-    /// # Safety
-    ///
-    /// The QP is live and the region mapped; the region stays until the
-    /// QP is drained.
-    pub(crate) unsafe fn post_reg(&self, qp: &QpHandle, writing: bool) -> Result {
-        // SAFETY: By the function's contract.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_post_reg_mr(qp.qp, self.raw.as_ptr(), writing, self.reg_cqe.get())
-        })
+    /// Posts a LOCAL_INV of the mapping's key on the region's QP; only a
+    /// signaled one reports its completion to the handler, and only one
+    /// signaled LOCAL_INV may be outstanding per region (`EBUSY`).
+    pub(crate) fn post_local_inv(&self, m: &Mapped, signaled: bool) -> Result {
+        let mut state = self.state.lock();
+        if signaled && state.inv_signaled.is_some() {
+            return Err(EBUSY);
+        }
+        let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
+        let wr = SendWr::LocalInv {
+            rkey: mapping.rkey,
+            cqe: self.inv_cqe.get(),
+            signaled,
+        };
+        // SAFETY: As in `post_reg`.
+        let seq = self.qp.posting(|post| unsafe { post.post_send(wr) })?;
+        mapping.inv = Some(seq);
+        state.posted = true;
+        if signaled {
+            state.inv_signaled = Some(seq);
+        }
+        Ok(())
     }
 
-    /// Posts a LOCAL_INV of `rkey`; only a signaled one reports completion
-    /// to the handler.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Mr::post_reg`].
-    pub(crate) unsafe fn post_local_inv(&self, qp: &QpHandle, rkey: u32, signaled: bool) -> Result {
-        // SAFETY: By the function's contract.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_post_local_inv(qp.qp, rkey, self.inv_cqe.get(), signaled)
-        })
+    /// Records that the peer invalidated the mapping `m` (Send With
+    /// Invalidate), if `proof` names its key, comes from the region's QP,
+    /// and was delivered after the mapping's REG_MR was posted; returns
+    /// whether it did. Then [`Mr::unmap`] may undo the mapping.
+    pub(crate) fn invalidated_by_peer(&self, m: &Mapped, proof: &RemoteInvalidation) -> bool {
+        let qp = self.qp.uid();
+        let mut state = self.state.lock();
+        let Some(mapping) = state.current(self.uid, m) else {
+            return false;
+        };
+        let ours = proof.qp == qp
+            && proof.rkey == mapping.rkey
+            && mapping.reg.is_some_and(|mark| proof.index >= mark);
+        if ours {
+            mapping.remote = true;
+        }
+        ours
+    }
+
+    /// Undoes the DMA mapping `m`, if the peer can no longer reach it (see
+    /// the module documentation); otherwise hands `m` back, still mapped.
+    pub(crate) fn unmap(&self, m: Mapped) -> Result<(), Mapped> {
+        let mut state = self.state.lock();
+        let Some(mapping) = state.current(self.uid, &m).copied() else {
+            return Err(m);
+        };
+        let unreachable = mapping.reg.is_none()
+            || mapping.remote
+            || mapping.inv.is_some_and(|seq| self.qp.sq_done_through(seq))
+            || self.qp.is_destroyed();
+        if !unreachable {
+            return Err(m);
+        }
+        // SAFETY: `sg` holds the mapping's `nents` entries, mapped in its
+        // direction (type invariant), for a device `qp` holds registered;
+        // the peer can no longer reach them and no work request reads the
+        // region's page list (above).
+        unsafe {
+            bindings::rpcrdma_rs_mr_unmap(
+                self.qp.device().as_raw(),
+                self.sg.as_ptr(),
+                mapping.nents,
+                mapping.writing,
+            )
+        };
+        // INVARIANT: unmapped.
+        state.mapping = None;
+        Ok(())
     }
 }
 
 #[pinned_drop]
 impl<H: MrHandler> PinnedDrop for Mr<H> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: Ours (type invariant); the owner drained the QP, so no
-        // work request refers to the region, and the PD is still live.
+        let (posted, mapped) = {
+            let state = self.state.lock();
+            (state.posted, state.mapping.is_some())
+        };
+        if posted {
+            // A no-op once the QP is destroyed, as its owner does before
+            // freeing its regions; otherwise the region must not go while
+            // a work request or a completion may still refer to it.
+            let _ = self.qp.shutdown();
+        }
+        if mapped {
+            // Whoever had the mapping dropped it: the pages may be freed, so
+            // leave them alone (unmapping may copy into them) and leak the
+            // DMA mapping. The device cannot reach them through the region
+            // any more: it is deregistered below.
+            pr_warn!("memory region freed while mapped; its DMA mapping is leaked\n");
+        }
+        // SAFETY: Ours (type invariant); nothing posted for the region is
+        // outstanding (above) and its PD is live (held by `qp`).
         unsafe { bindings::rpcrdma_rs_dereg_mr(self.raw.as_ptr()) };
-        // SAFETY: Ours, and unmapped.
+        // SAFETY: Ours, and no mapping of it is undone any more.
         unsafe { bindings::rpcrdma_rs_free_sg(self.sg.as_ptr()) };
     }
 }
@@ -233,7 +432,8 @@ unsafe extern "C" fn reg_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     // function's contract), so the containing object is in bounds.
     let mr =
         unsafe { kernel::container_of!(cqe.cast::<Opaque<bindings::ib_cqe>>(), Mr<H>, reg_cqe) };
-    // SAFETY: By the function's contract the region is alive.
+    // SAFETY: By the function's contract the region is alive: it goes only
+    // after its QP is destroyed and the CQs freed (`drop`).
     let mr = unsafe { &*mr };
     mr.handler.reg_failed(mr, &completion_of(wc));
 }
@@ -252,7 +452,14 @@ unsafe extern "C" fn inv_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     // function's contract), so the containing object is in bounds.
     let mr =
         unsafe { kernel::container_of!(cqe.cast::<Opaque<bindings::ib_cqe>>(), Mr<H>, inv_cqe) };
-    // SAFETY: By the function's contract the region is alive.
+    // SAFETY: By the function's contract the region is alive: it goes only
+    // after its QP is destroyed and the CQs freed (`drop`).
     let mr = unsafe { &*mr };
-    mr.handler.invalidated(mr, &completion_of(wc));
+    let completion = completion_of(wc);
+    let seq = mr.state.lock().inv_signaled.take();
+    if let Some(seq) = seq.filter(|_| completion.is_success()) {
+        // Before the handler looks: it may unmap at once.
+        mr.qp.sq_completed(seq);
+    }
+    mr.handler.invalidated(mr, &completion);
 }

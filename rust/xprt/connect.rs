@@ -20,7 +20,7 @@ use crate::{
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, QpCaps,
-        Received, SockAddr, WorkBuf,
+        Received, RecvBuf, SendBuf, SockAddr,
     },
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -48,9 +48,6 @@ pub(crate) const MAX_PEER_PRIVATE: usize = 196;
 const CREDITS_REQUESTED: u32 = crate::sunrpc::MAX_REQUESTS;
 /// How much of a received message the report keeps.
 const MAX_REPLY_KEPT: usize = 128;
-/// Buffer tags, for the completion handler.
-const RECV_TAG: u32 = 1;
-const SEND_TAG: u32 = 2;
 /// RPC: NFS program, version 3, procedure NULL (RFC 1813), AUTH_NONE.
 const NFS_PROGRAM: u32 = 100003;
 const NFS_V3: u32 = 3;
@@ -173,7 +170,7 @@ impl ConnEvents {
 }
 
 impl CompletionHandler for ConnEvents {
-    fn sent(&self, _buf: &WorkBuf<'_, Self>, completion: &Completion) {
+    fn sent(&self, _buf: SendBuf<Self>, completion: &Completion) {
         let mut state = self.state.lock();
         if state.sent.is_some() {
             // Flushed at teardown: nothing to do.
@@ -184,7 +181,7 @@ impl CompletionHandler for ConnEvents {
         self.changed.notify_all();
     }
 
-    fn received(&self, rep: Received<'_, Self>, completion: &Completion) {
+    fn received(&self, rep: Received<Self>, completion: &Completion) {
         let mut state = self.state.lock();
         if state.received.is_some() {
             return;
@@ -378,8 +375,9 @@ fn prepare(
     })
 }
 
-/// Connects, negotiates, has a NULL call answered and disconnects. The
-/// buffers live here, borrowing `id`: the QP is drained before they go.
+/// Connects, negotiates, has a NULL call answered and disconnects. A
+/// posted buffer belongs to the QP until its completion hands it to
+/// `events` (which drops it), or until the QP is shut down.
 fn exchange(
     id: &CmId<ConnEvents>,
     events: &Arc<ConnEvents>,
@@ -387,18 +385,17 @@ fn exchange(
     stage: &mut &'static str,
 ) -> Result {
     let size = usize::try_from(LOCAL.recv_size).map_err(|_| EINVAL)?;
-    let recv = WorkBuf::new(id, size, false, RECV_TAG, events.clone())?;
-    let mut send = WorkBuf::new(id, size, true, SEND_TAG, events.clone())?;
+    let recv = RecvBuf::new(id.qp()?, size, events.clone())?;
+    let mut send = SendBuf::new(id.qp()?, size, events.clone())?;
     let responder_resources = id
         .device()
         .map_or(0, |d| u8::try_from(d.max_qp_rd_atom()).unwrap_or(u8::MAX));
 
-    let mut steps = || -> Result {
+    let steps = move || -> Result {
         // A Receive is posted before connecting, as the C client does:
         // with no RNR retries, the peer must never find none.
         *stage = "posting a Receive";
-        // SAFETY: Not posted before; drained below before `recv` goes.
-        unsafe { id.post_recv(&recv) }?;
+        recv.post().map_err(|(_, e)| e)?;
 
         *stage = "connecting";
         let sent = report.sent.to_bytes();
@@ -417,17 +414,13 @@ fn exchange(
         let mut call = [0u8; 128];
         let len = encode_null_call(&mut call, xid)?;
         let bytes = call.get(..len).ok_or_else(errno::emsgsize)?;
-        // SAFETY: Not posted yet.
-        unsafe {
-            send.as_mut().fill_with(|out| {
-                out.get_mut(..bytes.len())
-                    .ok_or_else(errno::emsgsize)?
-                    .copy_from_slice(bytes);
-                Ok(bytes.len())
-            })
-        }?;
-        // SAFETY: Not posted before; drained below before `send` goes.
-        unsafe { id.post_send(&send, u32::try_from(len).map_err(|_| EINVAL)?) }?;
+        send.fill_with(|out| {
+            out.get_mut(..bytes.len())
+                .ok_or_else(errno::emsgsize)?
+                .copy_from_slice(bytes);
+            Ok(bytes.len())
+        })?;
+        send.post().map_err(|(_, e)| e)?;
 
         *stage = "waiting for the NULL reply";
         let (received, reply, reply_len) =
@@ -453,8 +446,8 @@ fn exchange(
         events.await_event(CmEventKind::Disconnected)
     };
     let result = steps();
-    // Every posted request completes or is flushed (or the QP and its CQs
-    // are gone) before the buffers go.
+    // Every posted request completes or is flushed, or is freed with the
+    // QP; an unposted buffer went with `steps`.
     let _ = id.quiesce();
     result
 }

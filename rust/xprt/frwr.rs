@@ -15,6 +15,11 @@
 //!   A LOCAL_INV that could not be posted, or was flushed, strands the
 //!   record until the drain: no completion of an earlier use can then
 //!   reach a later one.
+//! - Each region's mapping is a token ([`Mapped`]) the pool keeps while a
+//!   record holds the region; the region checks the same rule for itself
+//!   and refuses to undo a mapping the server may still reach. A refusal
+//!   strands the record too, and resets the connection, so the drain
+//!   settles it.
 //! - What an RPC does when its memory is unreachable (deliver its reply,
 //!   wake `buf_free`) is stored in its record, and handed out only by the
 //!   events above. Dropping it instead (at teardown) leaves the RPC to be
@@ -26,8 +31,8 @@
 use crate::{
     errno,
     proto::header::Segment,
-    rdma::{Mr, MrHandler, Piece, QpHandle},
-    sunrpc::{self, XdrLayout},
+    rdma::{Mapped, Mr, MrHandler, Piece, RemoteInvalidation},
+    sunrpc,
 };
 use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
 
@@ -38,15 +43,13 @@ pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
 /// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
 const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
 
-/// One region an RPC holds, and how it is mapped.
+/// One region an RPC holds, as advertised.
 #[derive(Clone, Copy, Default)]
 struct Held {
     index: u32,
-    nents: u32,
-    writing: bool,
     seg: Segment,
-    /// The server invalidated it (Send With Invalidate): unmapped and
-    /// back on the free list already.
+    /// Unmapped and back on the free list already: the server invalidated
+    /// it (Send With Invalidate), or its record is being released.
     gone: bool,
 }
 
@@ -59,7 +62,8 @@ enum Phase {
     /// is the last of them in the send queue.
     Invalidating { signaled: u32 },
     /// The memory can become unreachable only by the drain at teardown (a
-    /// post failed, a LOCAL_INV was flushed, or the connection is closing).
+    /// post failed, a LOCAL_INV was flushed, a region refused to be
+    /// unmapped, or the connection is closing).
     Stranded,
 }
 
@@ -86,15 +90,17 @@ impl<P> Record<P> {
 }
 
 /// Whether the connection's QP may be posted to (C: the endpoint's state).
+/// The regions post on their own QP, which refuses once it is shut down;
+/// the gate is what this file decides by.
 pub(crate) enum Gate {
     /// Not connected yet: nothing posted, nothing reachable.
     Idle,
     /// Connected: work requests may be posted.
-    Open(QpHandle),
+    Open,
     /// Teardown started: nothing may be posted, and the QP may still
     /// execute what was; only the drain ends that.
     Closing,
-    /// The QP is drained (in the error state): nothing can reach memory.
+    /// The QP is drained and destroyed: nothing can reach memory.
     Drained,
 }
 
@@ -112,7 +118,8 @@ pub(crate) enum Answer<P> {
 pub(crate) enum Invalidated<P> {
     /// Every region of the RPC is invalid and unmapped: act on `P`.
     Done(Option<P>),
-    /// Flushed: the memory waits for the drain; `P` is to be dropped, so
+    /// Flushed, or a region refused to be unmapped: the memory waits for
+    /// the drain (the connection must be reset); `P` is to be dropped, so
     /// the RPC is retransmitted on the next connection.
     Flushed(Option<P>),
     /// Not the completion of a region being invalidated.
@@ -124,9 +131,13 @@ pub(crate) enum Invalidated<P> {
 /// # Invariants
 ///
 /// Every region index is either in `free` or in exactly one record's
-/// `held`, and `owner` names that record. Regions in `free` are unmapped.
+/// `held`, and `owner` names that record. Regions in `free` are unmapped,
+/// and `maps` has no mapping for them; a held region that is not `gone`
+/// has its mapping in `maps`.
 pub(crate) struct MrPool<H: MrHandler, P> {
     mrs: KVec<Pin<KBox<Mr<H>>>>,
+    /// The mapping of each region, by index, while a record holds it.
+    maps: KVec<Option<Mapped>>,
     /// `free[..nfree]`: the idle regions, as a stack.
     free: KVec<u32>,
     nfree: usize,
@@ -140,6 +151,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     pub(crate) const fn empty() -> Self {
         Self {
             mrs: KVec::new(),
+            maps: KVec::new(),
             free: KVec::new(),
             nfree: 0,
             owner: KVec::new(),
@@ -155,6 +167,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         let n = mrs.len();
         let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut maps = KVec::with_capacity(n, GFP_KERNEL)?;
         for (i, mr) in mrs.iter().enumerate() {
             if usize::try_from(mr.index()) != Ok(i) {
                 return Err(EINVAL);
@@ -163,15 +176,17 @@ impl<H: MrHandler, P> MrPool<H, P> {
         for i in (0..u32::try_from(n)?).rev() {
             free.push(i, GFP_KERNEL)?;
             owner.push(None, GFP_KERNEL)?;
+            maps.push(None, GFP_KERNEL)?;
         }
         let mut records = KVec::with_capacity(rpcs, GFP_KERNEL)?;
         for _ in 0..rpcs {
             records.push(None, GFP_KERNEL)?;
         }
         u16::try_from(rpcs).map_err(|_| EINVAL)?;
-        // INVARIANT: every region is free, no record exists.
+        // INVARIANT: every region is free and unmapped, no record exists.
         Ok(Self {
             mrs,
+            maps,
             nfree: free.len(),
             free,
             owner,
@@ -189,6 +204,18 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// True if RPC `xid` holds regions.
     pub(crate) fn holds(&self, xid: u32) -> bool {
         self.find(xid).is_some()
+    }
+
+    /// Takes the record in `slot` out, to work on it beside the regions.
+    fn take_record(&mut self, slot: usize) -> Option<Record<P>> {
+        self.records.get_mut(slot).and_then(Option::take)
+    }
+
+    /// Puts back a record [`MrPool::take_record`] took out of `slot`.
+    fn put_record(&mut self, slot: usize, rec: Record<P>) {
+        if let Some(entry) = self.records.get_mut(slot) {
+            *entry = Some(rec);
+        }
     }
 
     /// Maps `reads` (for the server to read) and `writes` (for it to
@@ -228,12 +255,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             result = self.map_runs(&mut rec, slot, writes, true);
         }
         if let Err(e) = result {
-            // Never posted: unreachable.
-            self.unmap_all(&rec);
+            // Never posted, so unreachable: the regions agree (a refusal
+            // would leave them out of the free list, still mapped).
+            self.unmap_all(&mut rec);
             return Err(e);
         }
-        let entry = self.records.get_mut(slot).ok_or(EINVAL)?;
-        *entry = Some(rec);
+        self.put_record(slot, rec);
         Ok(slot)
     }
 
@@ -251,22 +278,25 @@ impl<H: MrHandler, P> MrPool<H, P> {
             }
             let held = rec.held.get_mut(rec.count).ok_or_else(errno::emsgsize)?;
             let index = self.pop_free().ok_or(EAGAIN)?;
-            let mr = self.mrs.get(usize::try_from(index)?).ok_or(EINVAL)?;
-            // SAFETY: Free, so neither mapped nor posted; the RPC's pages
-            // stay until its record is released, which unmaps first.
-            match unsafe { mr.map(run, writing, rec.xid) } {
-                Ok(seg) => {
+            let i = usize::try_from(index)?;
+            let mapped = match self.mrs.get(i) {
+                Some(mr) => mr.map(run, writing, rec.xid),
+                None => Err(EINVAL),
+            };
+            match mapped {
+                Ok(m) => {
                     *held = Held {
                         index,
-                        nents: u32::try_from(run.len())?,
-                        writing,
-                        seg,
+                        seg: m.segment(),
                         gone: false,
                     };
                     rec.count += 1;
                     rec.left += 1;
-                    if let Some(o) = self.owner.get_mut(usize::try_from(index)?) {
+                    if let Some(o) = self.owner.get_mut(i) {
                         *o = u16::try_from(slot).ok();
+                    }
+                    if let Some(map) = self.maps.get_mut(i) {
+                        *map = Some(m);
                     }
                 }
                 Err(e) => {
@@ -292,18 +322,17 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// Posts the REG_MRs of the record in `slot`. On error the record is
     /// stranded (some may be posted) until the drain.
-    pub(crate) fn post_regs(&mut self, slot: usize, qp: &QpHandle) -> Result {
+    pub(crate) fn post_regs(&mut self, slot: usize) -> Result {
         let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
             return Err(EINVAL);
         };
         for h in rec.held.get(..rec.count).unwrap_or(&[]) {
-            let Some(mr) = self.mrs.get(h.index as usize) else {
-                continue;
+            let i = h.index as usize;
+            let posted = match (self.mrs.get(i), self.maps.get(i).and_then(Option::as_ref)) {
+                (Some(mr), Some(m)) => mr.post_reg(m),
+                _ => Err(EINVAL),
             };
-            // SAFETY: Mapped for this record; the QP is live while the
-            // caller holds the gate open, and regions live until after the
-            // drain.
-            if let Err(e) = unsafe { mr.post_reg(qp, h.writing) } {
+            if let Err(e) = posted {
                 rec.phase = Phase::Stranded;
                 return Err(e);
             }
@@ -313,30 +342,56 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// Releases the record in `slot` whose REG_MRs were never posted.
     pub(crate) fn forget_unposted(&mut self, slot: usize) {
-        if let Some(rec) = self.records.get_mut(slot).and_then(Option::take) {
-            self.unmap_all(&rec);
+        if let Some(mut rec) = self.take_record(slot) {
+            // Never posted: the regions agree they are unreachable.
+            self.unmap_all(&mut rec);
         }
     }
 
-    /// Unmaps the regions of `rec` and puts them back on the free list.
-    /// The caller knows the server can no longer reach them.
-    fn unmap_all(&mut self, rec: &Record<P>) {
-        for h in rec.held().iter().filter(|h| !h.gone) {
-            self.unmap_one(h);
+    /// Unmaps the regions of `rec` that are not `gone` and puts them back
+    /// on the free list; returns false if one refused (the server may
+    /// still reach it, says the region), which stays in `rec`. The caller
+    /// knows the server can no longer reach them.
+    fn unmap_all(&mut self, rec: &mut Record<P>) -> bool {
+        let mut all = true;
+        let count = rec.count;
+        for h in rec.held.iter_mut().take(count).filter(|h| !h.gone) {
+            if self.unmap_one(h.index, None) {
+                h.gone = true;
+                rec.left = rec.left.saturating_sub(1);
+            } else {
+                all = false;
+            }
         }
+        all
     }
 
-    fn unmap_one(&mut self, h: &Held) {
-        let i = h.index as usize;
-        if let Some(mr) = self.mrs.get(i) {
-            // SAFETY: Mapped with these values; the caller knows the peer
-            // can no longer reach it.
-            unsafe { mr.unmap(h.nents, h.writing) };
+    /// Unmaps region `index` and puts it back on the free list, first
+    /// telling it of the server's invalidation `remote` if there is one;
+    /// false, and nothing changes, if the region refuses.
+    fn unmap_one(&mut self, index: u32, remote: Option<&RemoteInvalidation>) -> bool {
+        let i = index as usize;
+        let Some(m) = self.maps.get_mut(i).and_then(Option::take) else {
+            // Nothing mapped: nothing to undo.
+            return true;
+        };
+        let undone = match self.mrs.get(i) {
+            Some(mr) if remote.map_or(true, |proof| mr.invalidated_by_peer(&m, proof)) => {
+                mr.unmap(m)
+            }
+            _ => Err(m),
+        };
+        if let Err(m) = undone {
+            if let Some(map) = self.maps.get_mut(i) {
+                *map = Some(m);
+            }
+            return false;
         }
         if let Some(o) = self.owner.get_mut(i) {
             *o = None;
         }
-        self.push_free(h.index);
+        self.push_free(index);
+        true
     }
 
     fn pop_free(&mut self) -> Option<u32> {
@@ -356,7 +411,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// Posts LOCAL_INV for every region of the record in `slot`, the last
     /// one signaled. Returns true if all were posted.
-    fn post_invalidates(&mut self, slot: usize, qp: &QpHandle) -> bool {
+    fn post_invalidates(&mut self, slot: usize) -> bool {
         let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
             return false;
         };
@@ -365,12 +420,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             return false;
         };
         for h in held.iter().filter(|h| !h.gone) {
-            let Some(mr) = self.mrs.get(h.index as usize) else {
-                continue;
+            let i = h.index as usize;
+            let posted = match (self.mrs.get(i), self.maps.get(i).and_then(Option::as_ref)) {
+                (Some(mr), Some(m)) => mr.post_local_inv(m, h.index == last),
+                _ => Err(EINVAL),
             };
-            // SAFETY: Registered on this QP, which is live while the
-            // caller holds the gate open; regions live until the drain.
-            if unsafe { mr.post_local_inv(qp, h.seg.handle, h.index == last) }.is_err() {
+            if posted.is_err() {
                 rec.phase = Phase::Stranded;
                 return false;
             }
@@ -380,49 +435,55 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     /// A reply for RPC `xid` was accepted; `then` delivers it. Frees the
-    /// region the server invalidated (`remote_rkey`) and starts
-    /// invalidating the rest. Returns what to do with `then`, how many
-    /// LOCAL_INVs were posted, whether the server invalidated a region,
-    /// and false if a post failed and the connection must be reset.
+    /// region the server invalidated (`remote`) and starts invalidating
+    /// the rest. Returns what to do with `then`, how many LOCAL_INVs were
+    /// posted, whether the server invalidated a region, and false if a
+    /// post failed and the connection must be reset.
     pub(crate) fn answer(
         &mut self,
         xid: u32,
-        remote_rkey: Option<u32>,
+        remote: Option<RemoteInvalidation>,
         gate: &Gate,
         then: P,
     ) -> (Answer<P>, u32, bool, bool) {
         let Some(slot) = self.find(xid) else {
             return (Answer::Now(then), 0, false, true);
         };
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(mut rec) = self.take_record(slot) else {
             return (Answer::Now(then), 0, false, true);
         };
         if rec.answered {
+            self.put_record(slot, rec);
             return (Answer::Duplicate(then), 0, false, true);
         }
         rec.answered = true;
         rec.then = Some(then);
         if !matches!(rec.phase, Phase::Registered) {
             // Already being invalidated for `buf_free`, or stranded.
+            self.put_record(slot, rec);
             return (Answer::Later, 0, false, true);
         }
-        // The server's Send With Invalidate made that region invalid.
-        let mut remote = None;
-        if let Some(rkey) = remote_rkey {
-            for h in rec.held.iter_mut().take(rec.count) {
-                if !h.gone && h.seg.handle == rkey {
+        // The server's Send With Invalidate made that region invalid, if
+        // the region agrees the proof is for its registration.
+        let mut invalidated = false;
+        if let Some(proof) = remote {
+            let count = rec.count;
+            let named = rec
+                .held
+                .iter_mut()
+                .take(count)
+                .find(|h| !h.gone && h.seg.handle == proof.rkey());
+            if let Some(h) = named {
+                if self.unmap_one(h.index, Some(&proof)) {
                     h.gone = true;
                     rec.left -= 1;
-                    remote = Some(*h);
-                    break;
+                    invalidated = true;
                 }
             }
         }
-        if let Some(h) = remote {
-            self.unmap_one(&h);
-        }
+        self.put_record(slot, rec);
         let (answer, posted, ok) = self.settle(slot, gate);
-        (answer, posted, remote.is_some(), ok)
+        (answer, posted, invalidated, ok)
     }
 
     /// `buf_free`: the memory of RPC `xid` is about to be freed. Starts
@@ -448,7 +509,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     /// Invalidates the regions left in the record in `slot` as `gate`
-    /// allows. The record's `then` comes out in `Answer::Now` only.
+    /// allows. The record's `then` comes out in `Answer::Now` only; false
+    /// if the connection must be reset (a post failed, or a region refused
+    /// to be unmapped).
     fn settle(&mut self, slot: usize, gate: &Gate) -> (Answer<P>, u32, bool) {
         let count = self
             .records
@@ -457,19 +520,24 @@ impl<H: MrHandler, P> MrPool<H, P> {
             .map_or(0, |r| r.left);
         let unreachable = count == 0 || matches!(gate, Gate::Idle | Gate::Drained);
         if unreachable {
-            let rec = self.records.get_mut(slot).and_then(Option::take);
-            let then = rec.and_then(|mut rec| {
-                self.unmap_all(&rec);
-                rec.then.take()
-            });
-            return match then {
+            let Some(mut rec) = self.take_record(slot) else {
+                return (Answer::Later, 0, true);
+            };
+            if !self.unmap_all(&mut rec) {
+                // A region says the server may still reach it: the record
+                // and its `then` wait for the drain.
+                rec.phase = Phase::Stranded;
+                self.put_record(slot, rec);
+                return (Answer::Later, 0, false);
+            }
+            return match rec.then.take() {
                 Some(then) => (Answer::Now(then), 0, true),
                 None => (Answer::Later, 0, true),
             };
         }
         match gate {
-            Gate::Open(qp) => {
-                let ok = self.post_invalidates(slot, qp);
+            Gate::Open => {
+                let ok = self.post_invalidates(slot);
                 (Answer::Later, u32::try_from(count).unwrap_or(0), ok)
             }
             _ => {
@@ -505,25 +573,35 @@ impl<H: MrHandler, P> MrPool<H, P> {
             rec.phase = Phase::Stranded;
             return Invalidated::Flushed(rec.then.take());
         }
-        let rec = self.records.get_mut(slot).and_then(Option::take);
-        let then = rec.and_then(|mut rec| {
-            self.unmap_all(&rec);
-            rec.then.take()
-        });
-        Invalidated::Done(then)
+        let Some(mut rec) = self.take_record(slot) else {
+            return Invalidated::Stale;
+        };
+        if !self.unmap_all(&mut rec) {
+            // A region says the server may still reach it.
+            rec.phase = Phase::Stranded;
+            let then = rec.then.take();
+            self.put_record(slot, rec);
+            return Invalidated::Flushed(then);
+        }
+        Invalidated::Done(rec.then.take())
     }
 
-    /// The QP is drained: nothing can reach any region. Unmaps and frees
-    /// them all; returns the actions still waiting, to be dropped (their
-    /// RPCs are retransmitted) outside the lock.
+    /// The QP is drained and destroyed: nothing can reach any region.
+    /// Unmaps and frees them all; returns the actions still waiting, to be
+    /// dropped (their RPCs are retransmitted) outside the lock.
     pub(crate) fn release_drained(&mut self, out: &mut KVec<P>) {
         for slot in 0..self.records.len() {
-            if let Some(mut rec) = self.records.get_mut(slot).and_then(Option::take) {
-                self.unmap_all(&rec);
+            if let Some(mut rec) = self.take_record(slot) {
                 if let Some(then) = rec.then.take() {
                     // Room for every record was reserved by the caller; if
                     // not, `push` drops it here, which is still correct.
                     let _ = out.push(then, GFP_ATOMIC);
+                }
+                if !self.unmap_all(&mut rec) {
+                    // Only if the QP were not destroyed: then `buf_free`
+                    // keeps waiting for this RPC rather than let its
+                    // memory go while mapped.
+                    self.put_record(slot, rec);
                 }
             }
         }
@@ -534,6 +612,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         self.free = KVec::new();
         self.nfree = 0;
         self.owner = KVec::new();
+        self.maps = KVec::new();
         core::mem::replace(&mut self.mrs, KVec::new())
     }
 
@@ -554,50 +633,6 @@ impl Iterator for Segments<'_> {
     }
 }
 
-/// Cuts `len` bytes starting at position `start` into pieces that do not
-/// cross a page boundary; `page_at` names the page holding a position.
-fn cut_into_pages(
-    start: usize,
-    len: u32,
-    out: &mut KVec<Piece>,
-    page_at: impl Fn(usize) -> Result<*mut crate::bindings::page>,
-) -> Result {
-    let mut at = start;
-    let mut left = usize::try_from(len)?;
-    while left > 0 {
-        let offset = at & (PAGE_SIZE - 1);
-        let n = (PAGE_SIZE - offset).min(left);
-        out.push(
-            Piece {
-                page: page_at(at)?,
-                offset: u32::try_from(offset)?,
-                len: u32::try_from(n)?,
-            },
-            GFP_ATOMIC,
-        )?;
-        at += n;
-        left -= n;
-    }
-    Ok(())
-}
-
-/// Cuts `len` bytes of kernel virtual memory at `base` into page pieces.
-pub(crate) fn kvec_pieces(base: *const u8, len: u32, out: &mut KVec<Piece>) -> Result {
-    cut_into_pages(base as usize, len, out, |addr| {
-        // SAFETY: `addr` lies in the kernel buffer the RPC layer gave us
-        // (linear-mapped kmalloc memory).
-        Ok(unsafe { crate::bindings::rpcrdma_rs_virt_to_page(addr as *const _) })
-    })
-}
-
-/// Cuts the page data of `layout` into page pieces.
-pub(crate) fn page_pieces(layout: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-    let base = usize::try_from(layout.raw.page_base)?;
-    cut_into_pages(base, layout.raw.page_len, out, |at| {
-        layout.page(at / PAGE_SIZE).ok_or(EINVAL)
-    })
-}
-
 /// Splits `pieces` into runs that one region maps: at most `depth`, and
 /// no gap inside a run (only its first piece may start inside a page, and
 /// only its last may end inside one).
@@ -610,8 +645,8 @@ pub(crate) fn runs(pieces: &[Piece], depth: usize) -> impl Iterator<Item = &[Pie
         let mut n = 0;
         while let Some(p) = rest.get(n).filter(|_| n < depth) {
             n += 1;
-            let ends_in_page = (p.offset as usize + p.len as usize) & (PAGE_SIZE - 1) != 0;
-            let next_starts_in_page = rest.get(n).is_some_and(|q| q.offset != 0);
+            let ends_in_page = (p.offset() as usize + p.length() as usize) & (PAGE_SIZE - 1) != 0;
+            let next_starts_in_page = rest.get(n).is_some_and(|q| q.offset() != 0);
             if ends_in_page || next_starts_in_page {
                 break;
             }

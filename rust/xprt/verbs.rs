@@ -9,7 +9,7 @@
 
 use super::{
     connect::{requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
-    frwr::{self, Answer, Gate, Invalidated, MrPool, MAX_DATA_PAGES, MAX_SEGS},
+    frwr::{Answer, Gate, Invalidated, MrPool, MAX_DATA_PAGES, MAX_SEGS},
     marshal::{self, Incoming, Outcome},
     settings,
     stats::Stats,
@@ -23,8 +23,8 @@ use crate::{
         private_data::{self, Negotiated},
     },
     rdma::{
-        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, HeldRecv,
-        Mr, MrHandler, Piece, QpCaps, Received, WorkBuf,
+        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
+        MrHandler, Piece, QpCaps, Received, RecvBuf, SendBuf,
     },
     sunrpc::{self, PinnedRqst, Rqst, XdrLayout, Xprt},
 };
@@ -47,8 +47,6 @@ pub(crate) const BC_CREDITS: u32 = sunrpc::BC_SLOTS;
 /// Send buffers: one per credit and backchannel reply, and a few for Sends
 /// that complete after their reply.
 const SENDS: u32 = MAX_REQUESTS + BC_CREDITS + 8;
-/// Tags at and above this are Send buffers; below, Receives.
-const SEND_TAG_BASE: u32 = 0x1_0000;
 /// Memory regions per connection: enough for every credit's RPC to have a
 /// few chunks registered; an RPC that finds none waits for one.
 const MRS: u32 = sunrpc::MRS;
@@ -56,58 +54,72 @@ const MRS: u32 = sunrpc::MRS;
 type Pool = MrPool<EpShared, Deferred>;
 
 /// A reply held until the memory of its RPC is unreachable: the Receive
-/// buffer it arrived in is not reposted before then.
+/// buffer it arrived in (`rep`) is not reposted before then.
 pub(crate) struct Deferred {
     rqst: PinnedRqst,
     outcome: Outcome,
-    rep: HeldRecv,
+    rep: Received<EpShared>,
 }
 
-/// The indices of the Send buffers that are not posted, as a stack.
+/// The Send buffers that are not posted, as a stack.
 ///
 /// # Invariants
 ///
-/// `stack[..len]` holds distinct indices below `SENDS`.
+/// `slots[..len]` are `Some`, the rest `None`, and there is a slot for
+/// every Send buffer of the connection.
 struct FreeSends {
-    stack: [u32; SENDS as usize],
+    slots: KVec<Option<SendBuf<EpShared>>>,
     len: usize,
 }
 
 impl FreeSends {
-    fn full() -> Self {
-        let mut stack = [0; SENDS as usize];
-        for (i, slot) in (0..).zip(stack.iter_mut()) {
-            *slot = i;
-        }
-        // INVARIANT: every index once.
+    const fn empty() -> Self {
         Self {
-            stack,
-            len: stack.len(),
+            slots: KVec::new(),
+            len: 0,
         }
     }
 
-    fn take(&mut self) -> Option<u32> {
-        let index = *self.stack.get(self.len.checked_sub(1)?)?;
-        self.len -= 1;
-        Some(index)
+    /// All of `bufs`, free.
+    fn new(bufs: KVec<SendBuf<EpShared>>) -> Result<Self> {
+        let mut slots = KVec::with_capacity(bufs.len(), GFP_KERNEL)?;
+        for buf in bufs {
+            slots.push(Some(buf), GFP_KERNEL)?;
+        }
+        // INVARIANT: every buffer, in its own slot.
+        Ok(Self {
+            len: slots.len(),
+            slots,
+        })
     }
 
-    /// Returns `index`, taken before, to the stack.
-    fn put(&mut self, index: u32) {
-        if let Some(slot) = self.stack.get_mut(self.len) {
-            *slot = index;
-            self.len += 1;
+    fn take(&mut self) -> Option<SendBuf<EpShared>> {
+        let buf = self.slots.get_mut(self.len.checked_sub(1)?)?.take()?;
+        self.len -= 1;
+        Some(buf)
+    }
+
+    /// Returns `buf`, taken before, to the stack; hands it back if there
+    /// is no room (not one of this stack's buffers), to be dropped outside
+    /// the lock.
+    fn put(&mut self, buf: SendBuf<EpShared>) -> Result<(), SendBuf<EpShared>> {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(buf);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(buf),
         }
     }
 }
 
 /// What the connection's handlers share: connection manager events, the
-/// gate that stops posting at teardown, the Receive buffers, the free Send
-/// buffers, the memory regions, credits.
+/// gate that stops posting at teardown, the free Send buffers, the memory
+/// regions (and the replies waiting for their invalidation), credits. The
+/// posted Receives and Sends belong to the QP until they complete.
 ///
-/// Lock order: `recvs`, then `gate`, then `pool`. A reply held for its
-/// invalidation is delivered under `recvs` (the buffer must stay put while
-/// it is read), so sunrpc's queue lock and wait queues nest inside it.
+/// Lock order: `gate`, then `pool`. Replies are delivered outside both.
 #[pin_data]
 pub(crate) struct EpShared {
     #[pin]
@@ -118,9 +130,6 @@ pub(crate) struct EpShared {
     /// reach memory.
     #[pin]
     gate: SpinLock<Gate>,
-    /// The Receive buffers, by tag; emptied after the drain.
-    #[pin]
-    recvs: SpinLock<KVec<Pin<KBox<WorkBuf<'static, EpShared>>>>>,
     /// The Send buffers not posted.
     #[pin]
     free_sends: SpinLock<FreeSends>,
@@ -146,8 +155,7 @@ impl EpShared {
             xprt,
             stats,
             gate <- new_spinlock!(Gate::Idle),
-            recvs <- new_spinlock!(KVec::new()),
-            free_sends <- new_spinlock!(FreeSends::full()),
+            free_sends <- new_spinlock!(FreeSends::empty()),
             live: AtomicBool::new(false),
             credits: AtomicU32::new(1),
             max_requests: AtomicU32::new(MAX_REQUESTS),
@@ -190,61 +198,38 @@ impl EpShared {
         }
     }
 
-    /// Posts a completed Receive again, while the connection is open.
-    fn repost(&self, rep: Received<'_, Self>) {
+    /// Posts a completed Receive again, while the connection is open; the
+    /// buffer is freed otherwise (teardown, or the post failed).
+    fn repost(&self, rep: Received<Self>) {
         let gate = self.gate.lock();
-        let Gate::Open(qp) = &*gate else {
+        if !matches!(*gate, Gate::Open) {
+            drop(gate);
+            drop(rep);
             return;
-        };
-        // SAFETY: The gate is open, so the QP exists and is not drained
-        // (teardown closes the gate, under this lock, before draining); the
-        // buffer lives in `recvs` until after the drain.
-        let posted = unsafe { qp.post_recv(rep) };
+        }
+        let posted = rep.repost();
         drop(gate);
-        if posted.is_err() {
+        if let Err((rep, _)) = posted {
+            drop(rep);
             self.connection_lost();
         }
     }
 
     /// Delivers a reply whose RPC's memory is unreachable, then reposts
     /// its Receive buffer.
-    fn finish(&self, rqst: PinnedRqst, outcome: Outcome, rep: Received<'_, Self>) {
+    fn finish(&self, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
         marshal::deliver(rqst, outcome, rep.data(), &self.stats);
         self.repost(rep);
     }
 
-    /// As `finish`, for a reply whose Receive buffer was held.
-    fn finish_held(&self, d: Deferred) {
-        let recvs = self.recvs.lock();
-        let buf = recvs.get(d.rep.tag() as usize);
-        match buf.map(|buf| buf.reclaim(d.rep)) {
-            Some(Ok(rep)) => self.finish(d.rqst, d.outcome, rep),
-            // Cannot happen: held buffers stay in `recvs` until the drain,
-            // which drops every `Deferred` first. Retransmit rather than
-            // guess.
-            _ => drop(d.rqst),
-        }
-    }
-
     /// A reply was accepted for `rqst`: deliver it once nothing of the RPC
     /// is reachable by the server.
-    fn answer(
-        &self,
-        xid: u32,
-        rqst: PinnedRqst,
-        outcome: Outcome,
-        rep: Received<'_, Self>,
-        remote_rkey: Option<u32>,
-    ) {
-        let buf = rep.buf();
-        let d = Deferred {
-            rqst,
-            outcome,
-            rep: rep.hold(),
-        };
+    fn answer(&self, xid: u32, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
+        let remote_inv = rep.remote_invalidation();
+        let d = Deferred { rqst, outcome, rep };
         let (answer, posted, remote, ok) = {
             let gate = self.gate.lock();
-            self.pool.lock().answer(xid, remote_rkey, &gate, d)
+            self.pool.lock().answer(xid, remote_inv, &gate, d)
         };
         if remote {
             self.stats
@@ -262,11 +247,7 @@ impl EpShared {
             self.xprt.write_space();
         }
         match answer {
-            Answer::Now(d) => {
-                if let Ok(rep) = buf.reclaim(d.rep) {
-                    self.finish(d.rqst, d.outcome, rep);
-                }
-            }
+            Answer::Now(d) => self.finish(d.rqst, d.outcome, d.rep),
             Answer::Later => {}
             Answer::Duplicate(d) => {
                 self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
@@ -278,22 +259,14 @@ impl EpShared {
                     );
                 }
                 drop(d.rqst);
-                if let Ok(rep) = buf.reclaim(d.rep) {
-                    self.repost(rep);
-                }
+                self.repost(d.rep);
             }
         }
     }
 
     /// Counts and logs a message that cannot be trusted, fails the Call it
     /// names (once its memory is unreachable), and resets the connection.
-    fn bad_reply(
-        &self,
-        rep: Received<'_, Self>,
-        xid: Option<u32>,
-        remote_rkey: Option<u32>,
-        what: core::fmt::Arguments<'_>,
-    ) {
+    fn bad_reply(&self, rep: Received<Self>, xid: Option<u32>, what: core::fmt::Arguments<'_>) {
         self.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
         if sunrpc::warn_ratelimit() {
             match xid {
@@ -303,31 +276,21 @@ impl EpShared {
         }
         self.connection_lost();
         match xid.and_then(|xid| Some((xid, self.xprt.lookup_pin(xid)?))) {
-            Some((xid, rqst)) => self.answer(xid, rqst, Outcome::Failed(EIO), rep, remote_rkey),
+            Some((xid, rqst)) => self.answer(xid, rqst, Outcome::Failed(EIO), rep),
             None => self.repost(rep),
         }
     }
 
     /// Handles one received message (C: `rpcrdma_reply_handler`).
-    fn handle_reply(&self, rep: Received<'_, Self>, remote_rkey: Option<u32>) {
+    fn handle_reply(&self, rep: Received<Self>) {
         self.xprt.reply_arrived();
         let reply = match marshal::classify(rep.data()) {
             Incoming::Short => {
                 let len = rep.data().len();
-                return self.bad_reply(
-                    rep,
-                    None,
-                    remote_rkey,
-                    fmt!("short transport header ({} bytes)", len),
-                );
+                return self.bad_reply(rep, None, fmt!("short transport header ({} bytes)", len));
             }
             Incoming::Bad { xid, why } => {
-                return self.bad_reply(
-                    rep,
-                    xid,
-                    remote_rkey,
-                    fmt!("bad transport header: {:?}", why),
-                );
+                return self.bad_reply(rep, xid, fmt!("bad transport header: {:?}", why));
             }
             Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
                 Ok(()) => return self.repost(rep),
@@ -370,10 +333,10 @@ impl EpShared {
         }
         let (buflen, page_room) = rqst.rcv_room();
         match reply.outcome(buflen, page_room) {
-            Ok(outcome) => self.answer(xid, rqst, outcome, rep, remote_rkey),
+            Ok(outcome) => self.answer(xid, rqst, outcome, rep),
             Err(what) => {
                 drop(rqst);
-                self.bad_reply(rep, Some(xid), remote_rkey, fmt!("{}", what));
+                self.bad_reply(rep, Some(xid), fmt!("{}", what));
             }
         }
     }
@@ -392,7 +355,7 @@ impl CmHandler for EpShared {
             // Armed here, before the connecting thread looks: a disconnect
             // right after ESTABLISHED must not go unreported.
             CmEventKind::Established => {
-                if matches!(*self.gate.lock(), Gate::Open(_)) {
+                if matches!(*self.gate.lock(), Gate::Open) {
                     self.live.store(true, Ordering::Release);
                 }
             }
@@ -414,9 +377,13 @@ impl MrHandler for EpShared {
         }
         let result = self.pool.lock().invalidated(mr.index(), success);
         match result {
-            Invalidated::Done(Some(d)) => self.finish_held(d),
-            // Its RPC is retransmitted on the next connection.
-            Invalidated::Flushed(d) => drop(d),
+            Invalidated::Done(Some(d)) => self.finish(d.rqst, d.outcome, d.rep),
+            // Its RPC is retransmitted on the next connection; the drain
+            // settles its memory.
+            Invalidated::Flushed(d) => {
+                self.connection_lost();
+                drop(d);
+            }
             Invalidated::Done(None) | Invalidated::Stale => {}
         }
         self.released.notify_all();
@@ -446,37 +413,34 @@ impl EpShared {
 }
 
 impl CompletionHandler for EpShared {
-    fn sent(&self, buf: &WorkBuf<'_, Self>, completion: &Completion) {
+    fn sent(&self, buf: SendBuf<Self>, completion: &Completion) {
         if !completion.is_success() {
             self.completion_failed("Send", completion);
         }
-        self.free_sends
-            .lock()
-            .put(buf.tag().wrapping_sub(SEND_TAG_BASE));
+        let stray = self.free_sends.lock().put(buf);
+        drop(stray);
         self.xprt.write_space();
     }
 
-    fn received(&self, rep: Received<'_, Self>, completion: &Completion) {
+    fn received(&self, rep: Received<Self>, completion: &Completion) {
         if !completion.is_success() {
             // E.g. a message longer than the Receive buffer (a local length
-            // error).
+            // error). The buffer is freed: the connection is reset.
             self.completion_failed("Receive", completion);
             return;
         }
-        self.handle_reply(rep, completion.invalidated_rkey);
+        self.handle_reply(rep);
     }
 }
 
 /// One connection.
 ///
-/// # Invariants
-///
-/// The Send buffers are declared before `id` and drop first; `drop` drains
-/// the QP and empties `shared`'s Receive buffers and regions before any of
-/// them goes.
+/// `drop` shuts the QP down (drain, destroy), then releases the regions,
+/// the replies waiting for their invalidation and the free Send buffers
+/// that `shared` keeps: they refer back to `shared`, and would otherwise
+/// keep it, and the QP's device, forever.
 pub(crate) struct Endpoint {
     pub(crate) shared: Arc<EpShared>,
-    sends: KVec<Pin<KBox<WorkBuf<'static, EpShared>>>>,
     id: CmId<EpShared>,
     pub(crate) negotiated: Negotiated,
     pub(crate) device: CString,
@@ -538,9 +502,7 @@ impl Endpoint {
     /// RFC 8797 private data. Sleeps.
     pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>) -> Result<Self> {
         let shared = Arc::pin_init(EpShared::new(xprt, stats.clone()), GFP_KERNEL)?;
-        // SAFETY: The xprt holds its namespace, and outlives the endpoint
-        // (type invariant of `Xprt`).
-        let mut id = unsafe { CmId::new_in(shared.clone(), xprt.net()) }?;
+        let mut id = CmId::new_in_xprt_net(shared.clone(), &xprt)?;
         let dst = xprt.addr()?;
 
         id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
@@ -566,39 +528,31 @@ impl Endpoint {
         let local = settings::local();
         let recv_size = usize::try_from(local.recv_size)?;
         let send_size = usize::try_from(local.send_size)?;
-        let mut sends = KVec::with_capacity(usize::try_from(SENDS)?, GFP_KERNEL)?;
-        for i in 0..SENDS {
-            let tag = SEND_TAG_BASE + i;
-            // SAFETY: Kept in the endpoint, which drops its buffers first.
-            let buf = unsafe { WorkBuf::new_unbound(&id, send_size, true, tag, shared.clone()) }?;
-            sends.push(buf, GFP_KERNEL)?;
-        }
         // From here on the endpoint drains on drop, and empties `shared`.
         let mut ep = Self {
             shared,
-            sends,
             id,
             negotiated: private_data::negotiate(&local, None),
             device: device_name,
             peer_private: ([0; MAX_PEER_PRIVATE], 0),
             thresholds: Thresholds::new(1024, 1024, 2, u32::MAX, 4096),
         };
-        let mut recvs = KVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
-        for i in 0..sizes.receives {
-            // SAFETY: Kept in `shared`, which `Endpoint::drop` empties
-            // after the drain and before the identifier goes.
-            let buf =
-                unsafe { WorkBuf::new_unbound(&ep.id, recv_size, false, i, ep.shared.clone()) }?;
-            recvs.push(buf, GFP_KERNEL)?;
+        let qp = ep.id.qp()?.clone();
+        // Each set is filled outside the locks (allocation sleeps), then
+        // installed.
+        let mut sends = KVec::with_capacity(usize::try_from(SENDS)?, GFP_KERNEL)?;
+        for _ in 0..SENDS {
+            sends.push(SendBuf::new(&qp, send_size, ep.shared.clone())?, GFP_KERNEL)?;
         }
-        *ep.shared.recvs.lock() = recvs;
-        // Filled outside the lock (allocation sleeps), then installed.
+        let sends = FreeSends::new(sends)?;
+        *ep.shared.free_sends.lock() = sends;
+        let mut recvs = KVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
+        for _ in 0..sizes.receives {
+            recvs.push(RecvBuf::new(&qp, recv_size, ep.shared.clone())?, GFP_KERNEL)?;
+        }
         let mut mrs = KVec::with_capacity(usize::try_from(MRS)?, GFP_KERNEL)?;
         for i in 0..MRS {
-            // SAFETY: The pool is emptied and its regions dropped after
-            // the drain and before the identifier goes (`Endpoint::drop`).
-            let mr = unsafe { Mr::new(&ep.id, sizes.depth, i, ep.shared.clone()) }?;
-            mrs.push(mr, GFP_KERNEL)?;
+            mrs.push(Mr::new(&qp, sizes.depth, i, ep.shared.clone())?, GFP_KERNEL)?;
         }
         let pool = MrPool::new(mrs, sizes.depth, usize::try_from(MAX_REQUESTS)?)?;
         *ep.shared.pool.lock() = pool;
@@ -606,15 +560,12 @@ impl Endpoint {
             .stats
             .mrs_allocated
             .fetch_add(u64::from(MRS), Ordering::Relaxed);
-        *ep.shared.gate.lock() = Gate::Open(ep.id.qp_handle()?);
+        *ep.shared.gate.lock() = Gate::Open;
         // With no RNR retries the server must never find no Receive: post
-        // them all before connecting, as the C client does.
-        {
-            let recvs = ep.shared.recvs.lock();
-            for rep in recvs.iter() {
-                // SAFETY: Not posted yet; drained in `drop` before it goes.
-                unsafe { ep.id.post_recv(rep) }?;
-            }
+        // them all before connecting, as the C client does. Each belongs to
+        // the QP until its completion hands it back.
+        for rep in recvs {
+            rep.post().map_err(|(_, e)| e)?;
         }
         xprt.reset_cwnd();
         let sent = local.private_data().to_bytes();
@@ -648,23 +599,36 @@ impl Endpoint {
     /// goes inline only.
     pub(crate) fn send(&mut self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
         let shared = &self.shared;
-        let index = match shared.free_sends.lock().take() {
-            Some(index) => index,
+        // Not in the `match`: the guard would live through its arms.
+        let taken = shared.free_sends.lock().take();
+        let buf = match taken {
+            Some(buf) => buf,
             None => {
                 shared.stats.empty_sendctx_q.fetch_add(1, Ordering::Relaxed);
                 shared.xprt.wait_for_buffer_space();
                 // A completion may have freed one before we marked the wait.
-                shared.free_sends.lock().take().ok_or(EAGAIN)?
+                let taken = shared.free_sends.lock().take();
+                taken.ok_or(EAGAIN)?
             }
         };
-        let result = self.post_one(usize::try_from(index)?, rqst, bc_reply);
-        if result.is_err() {
-            self.shared.free_sends.lock().put(index);
+        let mut slot = Some(buf);
+        let result = self.post_one(&mut slot, rqst, bc_reply);
+        if let Some(buf) = slot {
+            // Not posted: back to the free ones.
+            let stray = self.shared.free_sends.lock().put(buf);
+            drop(stray);
         }
         result
     }
 
-    fn post_one(&mut self, index: usize, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
+    /// Marshals `rqst` into the Send buffer in `slot` and posts it, which
+    /// takes it out of `slot`.
+    fn post_one(
+        &mut self,
+        slot: &mut Option<SendBuf<EpShared>>,
+        rqst: &Rqst<'_>,
+        bc_reply: bool,
+    ) -> Result {
         let shared = self.shared.clone();
         let xid = rqst.xid();
         let call = rqst.layout(false)?;
@@ -700,29 +664,29 @@ impl Endpoint {
         let mut read_pieces = KVec::new();
         match plan.call {
             CallPlan::Inline { .. } => {}
-            CallPlan::ReadChunk(_) => frwr::page_pieces(&call, &mut read_pieces)?,
+            CallPlan::ReadChunk(_) => Piece::cut_pages(&call, &mut read_pieces)?,
             CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut read_pieces)?,
         }
         let mut write_pieces = KVec::new();
         if let Some(reply) = &reply {
             match plan.reply {
                 ReplyPlan::Inline => {}
-                ReplyPlan::WriteChunk(_) => frwr::page_pieces(reply, &mut write_pieces)?,
+                ReplyPlan::WriteChunk(_) => Piece::cut_pages(reply, &mut write_pieces)?,
                 ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut write_pieces)?,
             }
         }
 
         let stats = &shared.stats;
         let gate = shared.gate.lock();
-        let Gate::Open(qp) = &*gate else {
+        if !matches!(*gate, Gate::Open) {
             return Err(errno::enotconn());
-        };
+        }
         let mut pool = shared.pool.lock();
-        let slot = if read_pieces.is_empty() && write_pieces.is_empty() {
+        let rec = if read_pieces.is_empty() && write_pieces.is_empty() {
             None
         } else {
             match pool.register(xid, &read_pieces, &write_pieces) {
-                Ok(slot) => Some(slot),
+                Ok(rec) => Some(rec),
                 Err(e) => {
                     if e == EAGAIN {
                         // Regions come back as replies arrive.
@@ -742,8 +706,8 @@ impl Endpoint {
         let mut read_list = [ReadSegment::default(); MAX_SEGS];
         let mut written = [Segment::default(); MAX_SEGS];
         let (mut reads, mut writes) = (0, 0);
-        if let Some(slot) = slot {
-            let (r, w) = pool.segments(slot);
+        if let Some(rec) = rec {
+            let (r, w) = pool.segments(rec);
             for (dst, seg) in read_list.iter_mut().zip(r) {
                 *dst = ReadSegment {
                     position,
@@ -773,28 +737,25 @@ impl Endpoint {
             reply_chunk,
         };
         let inline_send = usize::try_from(self.negotiated.inline_send)?;
-        let filled = match self.sends.get_mut(index) {
-            // SAFETY: Taken from the free list, so not posted.
-            Some(buf) => unsafe {
-                buf.as_mut().fill_with(|out| {
-                    let out = out.get_mut(..inline_send).ok_or(EINVAL)?;
-                    marshal::marshal(out, rqst, &msg, &plan.call, &call)
-                })
-            },
+        let filled = match slot.as_mut() {
+            Some(buf) => buf.fill_with(|out| {
+                let out = out.get_mut(..inline_send).ok_or(EINVAL)?;
+                marshal::marshal(out, rqst, &msg, &plan.call, &call)
+            }),
             None => Err(EINVAL),
         };
-        let len = match filled.and_then(|len| Ok(u32::try_from(len)?)) {
-            Ok(len) => len,
+        match filled {
+            Ok(_) => {}
             Err(e) => {
-                if let Some(slot) = slot {
-                    pool.forget_unposted(slot);
+                if let Some(rec) = rec {
+                    pool.forget_unposted(rec);
                 }
                 stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
                 return Err(e);
             }
         };
-        if let Some(slot) = slot {
-            if pool.post_regs(slot, qp).is_err() {
+        if let Some(rec) = rec {
+            if pool.post_regs(rec).is_err() {
                 // Stranded until the drain: `buf_free` waits for it.
                 drop(pool);
                 drop(gate);
@@ -806,13 +767,14 @@ impl Endpoint {
         drop(gate);
         count_chunks(stats, &plan, read_list, written);
 
-        let buf = self.sends.get(index).ok_or(EINVAL)?;
-        // SAFETY: Taken from the free list, so not posted; the endpoint
-        // drains before its buffers go.
-        unsafe { self.id.post_send(buf, len) }.map_err(|_| {
+        // The buffer belongs to the QP until its completion hands it back.
+        let buf = slot.take().ok_or(EINVAL)?;
+        if let Err((buf, _)) = buf.post() {
+            *slot = Some(buf);
             shared.connection_lost();
-            errno::enotconn()
-        })
+            return Err(errno::enotconn());
+        }
+        Ok(())
     }
 
     /// The peer's private data, for reports.
@@ -853,8 +815,11 @@ impl Drop for Endpoint {
         };
         drop(waiting);
         shared.released.notify_all();
-        let recvs = core::mem::take(&mut *shared.recvs.lock());
-        drop(recvs);
+        // The Send buffers came back with their completions (or were freed
+        // with the QP); the Receives were freed by their handler, or with
+        // the QP.
+        let sends = core::mem::replace(&mut *shared.free_sends.lock(), FreeSends::empty());
+        drop(sends);
         // Deregistering sleeps: outside the locks.
         drop(regions);
     }
@@ -914,7 +879,7 @@ fn reply_layout(l: &XdrLayout<'_>) -> ReplyLayout {
 /// Head, page data and tail of a buffer, as page pieces (a Long Call's
 /// Position Zero Read chunk, or a Reply chunk).
 fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-    frwr::kvec_pieces(l.raw.head.cast(), l.raw.head_len, out)?;
-    frwr::page_pieces(l, out)?;
-    frwr::kvec_pieces(l.raw.tail.cast(), l.raw.tail_len, out)
+    Piece::cut_head(l, out)?;
+    Piece::cut_pages(l, out)?;
+    Piece::cut_tail(l, out)
 }
