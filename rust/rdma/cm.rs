@@ -7,7 +7,7 @@ use super::{
     qp::{Qp, QpCaps},
     Device,
 };
-use crate::{bindings, sunrpc::Xprt};
+use crate::bindings;
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     error::{from_err_ptr, to_result},
@@ -15,7 +15,7 @@ use kernel::{
     prelude::*,
     str::CStr,
     sync::Arc,
-    types::ForeignOwnable,
+    types::{ForeignOwnable, Opaque},
 };
 
 /// A socket address, IPv4 or IPv6.
@@ -198,21 +198,46 @@ pub(crate) struct CmId<H: CmHandler> {
 // `rdma_disconnect` on one identifier.
 unsafe impl<H: CmHandler> Send for CmId<H> {}
 
+/// A network namespace (`struct net`), borrowed from what holds a
+/// reference on it.
+///
+/// # Invariants
+///
+/// The namespace is alive while the reference to this exists.
+#[repr(transparent)]
+pub(crate) struct NetNs(Opaque<bindings::net>);
+
+impl NetNs {
+    /// Wraps `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a namespace that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net) -> &'a Self {
+        // CAST: `NetNs` is a transparent wrapper of `bindings::net`.
+        // SAFETY: Alive for `'a` by the function's contract.
+        // INVARIANT: as above.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::net {
+        self.0.get()
+    }
+}
+
 impl<H: CmHandler> CmId<H> {
     /// Creates an identifier for a reliable-connected (RC) connection in the
     /// initial network namespace; `handler` receives its events.
     pub(crate) fn new(handler: Arc<H>) -> Result<Self> {
         // SAFETY: NULL is the initial namespace, which always exists.
-        unsafe { Self::new_in(handler, core::ptr::null_mut()) }
+        unsafe { Self::new_in_raw(handler, core::ptr::null_mut()) }
     }
 
-    /// As [`CmId::new`], in the network namespace of the sunrpc transport
-    /// `xprt`.
-    pub(crate) fn new_in_xprt_net(handler: Arc<H>, xprt: &Xprt) -> Result<Self> {
-        // SAFETY: The xprt is allocated while an `Xprt` of it exists (its
-        // type invariant), and holds a reference on its namespace for as
-        // long as it is; `rdma_create_id` takes one of its own.
-        unsafe { Self::new_in(handler, xprt.net()) }
+    /// As [`CmId::new`], in network namespace `net`.
+    pub(crate) fn new_in(handler: Arc<H>, net: &NetNs) -> Result<Self> {
+        // SAFETY: `net` is alive while borrowed; the identifier takes a
+        // reference of its own.
+        unsafe { Self::new_in_raw(handler, net.as_ptr()) }
     }
 
     /// As [`CmId::new`], in network namespace `net` (NULL: the initial one).
@@ -221,7 +246,7 @@ impl<H: CmHandler> CmId<H> {
     ///
     /// `net`, if not NULL, must be alive during the call; the identifier
     /// takes its own reference.
-    unsafe fn new_in(handler: Arc<H>, net: *mut bindings::net) -> Result<Self> {
+    unsafe fn new_in_raw(handler: Arc<H>, net: *mut bindings::net) -> Result<Self> {
         let context = handler.into_foreign();
         // SAFETY: `cm_handler::<H>` matches the handler type and `context`
         // stays valid until `rdma_destroy_id` in `drop`; `net` is alive by

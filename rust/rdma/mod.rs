@@ -30,7 +30,7 @@ pub(crate) mod qp;
 
 pub(crate) use buffer::{Completion, CompletionHandler, Received, RecvBuf, SendBuf};
 pub(crate) use client::{Client, Registration};
-pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, SockAddr};
+pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, NetNs, SockAddr};
 pub(crate) use device::Device;
 pub(crate) use mr::{FrwrAttrs, Mapped, Mr, MrHandler};
 pub(crate) use piece::Piece;

@@ -6,11 +6,12 @@
 //! Registering memory lets the peer read or write it until the
 //! registration is invalidated, so a [`Piece`] can only be cut from what
 //! sunrpc lent the transport for one request: the head, page data and
-//! tail of its send or receive `xdr_buf` ([`XdrLayout`]). sunrpc frees
-//! those buffers only after the transport's `buf_free` for the request
-//! returns, and `buf_free` waits until no region maps them any more.
+//! tail of its send or receive `xdr_buf`. The cutters here are unsafe;
+//! `sunrpc::XdrLayout` is their one caller. sunrpc frees those buffers
+//! only after the transport's `buf_free` for the request returns, and
+//! `buf_free` waits until no region maps them any more.
 
-use crate::{bindings, sunrpc::XdrLayout};
+use crate::bindings;
 use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
 
 /// A part of one page of an RPC request's buffer, to register with
@@ -35,23 +36,47 @@ impl Piece {
         self.0.len
     }
 
-    /// Cuts the page data of `layout` into pieces, appended to `out`.
-    pub(crate) fn cut_pages(layout: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-        let base = usize::try_from(layout.raw.page_base)?;
-        cut_into_pages(base, layout.raw.page_len, out, |at| {
-            // The page array has an entry for every page of the data.
-            layout.page(at / PAGE_SIZE).ok_or(EINVAL)
+    /// Cuts `len` bytes of page data, starting at byte `start` of the
+    /// page array, into pieces appended to `out`; `page_at` names the page
+    /// holding a position.
+    ///
+    /// # Safety
+    ///
+    /// The pages `page_at` returns must be a request's buffer pages, which
+    /// stay allocated until the transport's `buf_free` for the request
+    /// returns (after every piece and every mapping of it is gone).
+    pub(crate) unsafe fn cut_pages(
+        start: usize,
+        len: u32,
+        out: &mut KVec<Piece>,
+        page_at: impl Fn(usize) -> Result<*mut bindings::page>,
+    ) -> Result {
+        // INVARIANT: the pages are a request's (the function's contract).
+        cut_into_pages(start, len, out, page_at)
+    }
+
+    /// Cuts `len` bytes of a request's kernel buffer at `base` (its head or
+    /// tail) into page pieces appended to `out`.
+    ///
+    /// # Safety
+    ///
+    /// `base..base + len` must be a request's head or tail buffer, which
+    /// stays allocated until the transport's `buf_free` for the request
+    /// returns.
+    pub(crate) unsafe fn cut_kernel_buffer(
+        base: *const u8,
+        len: u32,
+        out: &mut KVec<Piece>,
+    ) -> Result {
+        cut_into_pages(base as usize, len, out, |addr| {
+            // SAFETY: No precondition: an address that is not linear-mapped
+            // gives NULL.
+            let page = unsafe { bindings::rpcrdma_rs_virt_to_page(addr as *const _) };
+            if page.is_null() {
+                return Err(EINVAL);
+            }
+            Ok(page)
         })
-    }
-
-    /// Cuts the head of `layout` into pieces, appended to `out`.
-    pub(crate) fn cut_head(layout: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-        cut_kvec(layout.raw.head.cast(), layout.raw.head_len, out)
-    }
-
-    /// Cuts the tail of `layout` into pieces, appended to `out`.
-    pub(crate) fn cut_tail(layout: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-        cut_kvec(layout.raw.tail.cast(), layout.raw.tail_len, out)
     }
 }
 
@@ -82,18 +107,4 @@ fn cut_into_pages(
         left -= n;
     }
     Ok(())
-}
-
-/// Cuts `len` bytes of a request's kernel buffer at `base` (its head or
-/// tail: `rpc_malloc` memory, linear-mapped) into page pieces.
-fn cut_kvec(base: *const u8, len: u32, out: &mut KVec<Piece>) -> Result {
-    cut_into_pages(base as usize, len, out, |addr| {
-        // SAFETY: No precondition: an address that is not linear-mapped
-        // gives NULL.
-        let page = unsafe { bindings::rpcrdma_rs_virt_to_page(addr as *const _) };
-        if page.is_null() {
-            return Err(EINVAL);
-        }
-        Ok(page)
-    })
 }

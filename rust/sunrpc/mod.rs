@@ -9,7 +9,10 @@
 
 mod transport;
 
-use crate::{bindings, rdma::SockAddr};
+use crate::{
+    bindings,
+    rdma::{NetNs, Piece, SockAddr},
+};
 use core::{mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
 
@@ -113,9 +116,10 @@ impl Xprt {
 
     /// The network namespace the transport lives in; the xprt holds a
     /// reference on it for as long as it exists.
-    pub(crate) fn net(&self) -> *mut bindings::net {
-        // SAFETY: `raw` is live (type invariant).
-        unsafe { bindings::rpcrdma_rs_xprt_net(self.as_ptr()) }
+    pub(crate) fn net(&self) -> &NetNs {
+        // SAFETY: `raw` is live (type invariant), and holds a reference on
+        // its namespace for as long as it is.
+        unsafe { NetNs::from_raw(bindings::rpcrdma_rs_xprt_net(self.as_ptr())) }
     }
 
     /// The server's address as text.
@@ -203,6 +207,7 @@ impl<'a> Rqst<'a> {
                 &mut raw,
             )
         })?;
+        // INVARIANT: the layout of this request's buffer, held for `'a`.
         Ok(XdrLayout {
             raw,
             _rqst: core::marker::PhantomData,
@@ -212,14 +217,86 @@ impl<'a> Rqst<'a> {
 
 /// One of a request's buffers (`struct xdr_buf`), described for chunk
 /// planning and registration; valid while the request is held (`'a`).
+///
+/// # Invariants
+///
+/// `raw` describes a buffer of a request that sunrpc holds for `'a`; its
+/// memory stays allocated until the transport's `buf_free` for the
+/// request returns.
 pub(crate) struct XdrLayout<'a> {
-    pub(crate) raw: bindings::rpcrdma_rs_xdr_layout,
+    raw: bindings::rpcrdma_rs_xdr_layout,
     _rqst: core::marker::PhantomData<&'a ()>,
 }
 
 impl XdrLayout<'_> {
+    /// Bytes in the head.
+    pub(crate) fn head_len(&self) -> u32 {
+        self.raw.head_len
+    }
+
+    /// Where the page data starts in its first page.
+    pub(crate) fn page_base(&self) -> u32 {
+        self.raw.page_base
+    }
+
+    /// Bytes of page data.
+    pub(crate) fn page_len(&self) -> u32 {
+        self.raw.page_len
+    }
+
+    /// Bytes in the tail.
+    pub(crate) fn tail_len(&self) -> u32 {
+        self.raw.tail_len
+    }
+
+    /// The buffer's size (`buflen`): for a receive buffer, the largest
+    /// Reply it can take.
+    pub(crate) fn buflen(&self) -> u32 {
+        self.raw.buflen
+    }
+
+    /// The message's length (`len`).
+    pub(crate) fn len(&self) -> u32 {
+        self.raw.len
+    }
+
+    /// Whether the page data may be placed directly (`XDRBUF_WRITE` for a
+    /// send buffer, `XDRBUF_READ` for a receive buffer).
+    pub(crate) fn ddp(&self) -> bool {
+        self.raw.ddp
+    }
+
+    /// Whether the RPC's security flavour allows direct data placement
+    /// (not GSS integrity or privacy).
+    pub(crate) fn ddp_allowed(&self) -> bool {
+        self.raw.ddp_allowed
+    }
+
+    /// Cuts the head into page pieces, appended to `out`.
+    pub(crate) fn cut_head(&self, out: &mut KVec<Piece>) -> Result {
+        // SAFETY: The head is the request's buffer (type invariant).
+        unsafe { Piece::cut_kernel_buffer(self.raw.head.cast(), self.raw.head_len, out) }
+    }
+
+    /// Cuts the page data into page pieces, appended to `out`.
+    pub(crate) fn cut_pages(&self, out: &mut KVec<Piece>) -> Result {
+        let base = usize::try_from(self.raw.page_base)?;
+        // SAFETY: The pages are the request's buffer pages (type invariant).
+        unsafe {
+            Piece::cut_pages(base, self.raw.page_len, out, |at| {
+                self.page(at / kernel::page::PAGE_SIZE).ok_or(EINVAL)
+            })
+        }
+    }
+
+    /// Cuts the tail into page pieces, appended to `out`.
+    pub(crate) fn cut_tail(&self, out: &mut KVec<Piece>) -> Result {
+        // SAFETY: The tail is the request's buffer (type invariant).
+        unsafe { Piece::cut_kernel_buffer(self.raw.tail.cast(), self.raw.tail_len, out) }
+    }
+
     /// Page `index` of the page data array.
-    pub(crate) fn page(&self, index: usize) -> Option<*mut bindings::page> {
+    fn page(&self, index: usize) -> Option<*mut bindings::page> {
         if self.raw.pages.is_null() {
             return None;
         }

@@ -40,11 +40,10 @@ pub(crate) fn marshal(
         CallPlan::ReadChunk(r) => {
             // The head, then the tail without the page data's XDR pad: the
             // page data itself is read by the server.
-            let end = copy(hdr_len, 0, call.raw.head_len)?;
+            let end = copy(hdr_len, 0, call.head_len())?;
             let tail_at = call
-                .raw
-                .head_len
-                .checked_add(call.raw.page_len)
+                .head_len()
+                .checked_add(call.page_len())
                 .and_then(|v| v.checked_add(r.tail_skip))
                 .ok_or_else(errno::emsgsize)?;
             copy(end, tail_at, r.tail_send)

@@ -502,7 +502,7 @@ impl Endpoint {
     /// RFC 8797 private data. Sleeps.
     pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>) -> Result<Self> {
         let shared = Arc::pin_init(EpShared::new(xprt, stats.clone()), GFP_KERNEL)?;
-        let mut id = CmId::new_in_xprt_net(shared.clone(), &xprt)?;
+        let mut id = CmId::new_in(shared.clone(), xprt.net())?;
         let dst = xprt.addr()?;
 
         id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
@@ -643,7 +643,7 @@ impl Endpoint {
             // would be keyed by the server's XID and never invalidated.
             None => {
                 let plan = chunks::Plan {
-                    call: CallPlan::Inline { len: call.raw.len },
+                    call: CallPlan::Inline { len: call.len() },
                     reply: ReplyPlan::Inline,
                 };
                 (plan, BC_CREDITS)
@@ -652,7 +652,7 @@ impl Endpoint {
                 let plan = chunks::plan(
                     &call_layout(&call),
                     &reply_layout(reply),
-                    call.raw.ddp_allowed,
+                    call.ddp_allowed(),
                     &self.thresholds,
                 )
                 .map_err(|_| errno::emsgsize())?;
@@ -664,14 +664,14 @@ impl Endpoint {
         let mut read_pieces = KVec::new();
         match plan.call {
             CallPlan::Inline { .. } => {}
-            CallPlan::ReadChunk(_) => Piece::cut_pages(&call, &mut read_pieces)?,
+            CallPlan::ReadChunk(_) => call.cut_pages(&mut read_pieces)?,
             CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut read_pieces)?,
         }
         let mut write_pieces = KVec::new();
         if let Some(reply) = &reply {
             match plan.reply {
                 ReplyPlan::Inline => {}
-                ReplyPlan::WriteChunk(_) => Piece::cut_pages(reply, &mut write_pieces)?,
+                ReplyPlan::WriteChunk(_) => reply.cut_pages(&mut write_pieces)?,
                 ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut write_pieces)?,
             }
         }
@@ -858,28 +858,28 @@ fn count_chunks(stats: &Stats, plan: &chunks::Plan, reads: &[ReadSegment], writt
 
 fn call_layout(l: &XdrLayout<'_>) -> CallLayout {
     CallLayout {
-        head_len: l.raw.head_len,
-        page_base: l.raw.page_base,
-        page_len: l.raw.page_len,
-        tail_len: l.raw.tail_len,
-        ddp_write: l.raw.ddp,
+        head_len: l.head_len(),
+        page_base: l.page_base(),
+        page_len: l.page_len(),
+        tail_len: l.tail_len(),
+        ddp_write: l.ddp(),
     }
 }
 
 fn reply_layout(l: &XdrLayout<'_>) -> ReplyLayout {
     ReplyLayout {
-        buflen: l.raw.buflen,
-        head_len: l.raw.head_len,
-        page_len: l.raw.page_len,
-        tail_len: l.raw.tail_len,
-        ddp_read: l.raw.ddp,
+        buflen: l.buflen(),
+        head_len: l.head_len(),
+        page_len: l.page_len(),
+        tail_len: l.tail_len(),
+        ddp_read: l.ddp(),
     }
 }
 
 /// Head, page data and tail of a buffer, as page pieces (a Long Call's
 /// Position Zero Read chunk, or a Reply chunk).
 fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-    Piece::cut_head(l, out)?;
-    Piece::cut_pages(l, out)?;
-    Piece::cut_tail(l, out)
+    l.cut_head(out)?;
+    l.cut_pages(out)?;
+    l.cut_tail(out)
 }

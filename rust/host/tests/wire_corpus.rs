@@ -404,14 +404,14 @@ fn tshark_fields(name: &str, text: &str, len: usize) -> Fields {
         });
     let mut take = |n: u64| -> Vec<Seg> {
         (0..n)
-            .map(|_| segs.next().unwrap_or_else(|| panic!("{name}: too few segments")))
+            .map(|_| {
+                segs.next()
+                    .unwrap_or_else(|| panic!("{name}: too few segments"))
+            })
             .collect()
     };
     let positions = get("position");
-    f.reads = positions
-        .iter()
-        .map(|&p| (p as u32, take(1)[0]))
-        .collect();
+    f.reads = positions.iter().map(|&p| (p as u32, take(1)[0])).collect();
     assert_eq!(
         positions.len() as u32,
         one("reads_count"),
@@ -442,7 +442,10 @@ fn captured_fields_match_tshark() {
         let file = Path::new(base).file_name().unwrap().to_string_lossy();
         let captured = file.starts_with("linux-") || file.starts_with("rs-");
         let Ok(text) = std::fs::read_to_string(format!("{base}.tshark")) else {
-            assert!(!captured, "{name}: captured, but no {base}.tshark beside it");
+            assert!(
+                !captured,
+                "{name}: captured, but no {base}.tshark beside it"
+            );
             continue;
         };
         let (h, len) =
