@@ -6,7 +6,8 @@
 # server and the client transport asked for, captures RoCEv2 in the server
 # guest while selftests/rpcrdma_rs/wire_capture.sh runs, and keeps a few
 # examples of each header shape, the connections' private data, and
-# tshark's dissection of each header (<name>.tshark).
+# tshark's dissection of each header (<name>.tshark). With rpcrdma_rs the
+# capture also holds an RDMA_ERROR (ERR_VERS) from the server.
 #
 #   scripts/make-wire-corpus.sh [--transport c|rs] [--from-capture PCAP]
 #
@@ -34,7 +35,11 @@ if [ -z "$pcap" ]; then
 	scripts/build-kernel.sh >/dev/null
 	[ "$transport" = c ] || scripts/build-module.sh >/dev/null
 	out=$RPCRDMA_RS_CACHE/runs/wire-corpus-$(date +%Y%m%d-%H%M%S)-$transport
-	scripts/harness.sh --transport "$transport" --rdma rxe --tests wire_capture.sh \
+	# With rpcrdma_rs, its connection probe also sends a call as version
+	# 2, which the server refuses with RDMA_ERROR ERR_VERS.
+	tests=wire_capture.sh
+	[ "$transport" = c ] || tests="$tests connect_probe.sh"
+	scripts/harness.sh --transport "$transport" --rdma rxe --tests "$tests" \
 		--env CAPTURE=1 --out "$out"
 	pcap=$out/capture.pcap
 fi
@@ -49,6 +54,9 @@ for want in cm-req-1.pd cm-rep-1.pd call-msg-inline-1.hdr reply-msg-inline-1.hdr
 	call-msg-reply-1.hdr reply-nomsg-reply-1.hdr call-nomsg-read0-1.hdr; do
 	[ -s "$tmp/$want" ] || die "the capture lacks $want; $prefix-* left as it was"
 done
+if [ "$transport" = rs ] && [ ! -s "$tmp/reply-error-1-1.hdr" ]; then
+	die "the capture lacks the server's RDMA_ERROR (reply-error-1-1.hdr); $prefix-* left as it was"
+fi
 for f in "$tmp"/*.hdr; do
 	[ -s "${f%.hdr}.tshark" ] || die "no tshark dissection for $(basename "$f")"
 done

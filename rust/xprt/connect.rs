@@ -8,13 +8,17 @@
 //! debugfs (`/sys/kernel/debug/rpcrdma_rs/connect`: write `ADDRESS PORT`,
 //! read the outcome): the module resolves the address and route, creates
 //! the PD, CQs and QP, connects with its private data, reads the peer's,
-//! negotiates the inline thresholds, and disconnects.
+//! negotiates the inline thresholds, sends an NFSv3 NULL call, and
+//! disconnects. `ADDRESS PORT vers2` sends the call with transport version
+//! 2, which a version 1 responder must refuse with RDMA_ERROR ERR_VERS
+//! (RFC 8166 section 5.3.4): the one way to make a well-behaved server
+//! send an RDMA_ERROR.
 
 use crate::{
     debugfs::{self, seq_print, SeqFile},
     errno,
     proto::{
-        header::{self, Body, DecodeLimits, Message, MsgProc},
+        header::{self, Body, DecodeLimits, Message, MsgProc, RdmaError},
         private_data::{self, LocalSettings, Negotiated, PrivateData},
         xdr::{XdrReader, XdrWriter},
     },
@@ -207,9 +211,17 @@ fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
 pub(crate) struct NullCall {
     xid: u32,
     reply_bytes: u32,
-    credit: u32,
-    accepted: bool,
+    answer: Answer,
     invalidated_rkey: Option<u32>,
+}
+
+/// What the server answered the NULL call with.
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    /// An RPC Reply, and the credits its transport header granted.
+    Reply { credit: u32, accepted: bool },
+    /// RDMA_ERROR ERR_VERS, with the versions the server supports.
+    VersionRefused { low: u32, high: u32 },
 }
 
 /// Encodes an RDMA_MSG carrying an NFSv3 NULL call into `out`.
@@ -234,14 +246,23 @@ fn encode_null_call(out: &mut [u8], xid: u32) -> Result<usize> {
     hdr.checked_add(w.len()).ok_or(errno::emsgsize())
 }
 
-/// Checks a received RDMA_MSG answers the NULL call `xid`.
-fn check_null_reply(msg: &[u8], xid: u32) -> Result<(u32, bool)> {
+/// Checks a received message answers the NULL call `xid`: with an
+/// RDMA_MSG RPC Reply, or, when the call was sent as version 2
+/// (`bad_version`), with RDMA_ERROR ERR_VERS and nothing else.
+fn check_null_reply(msg: &[u8], xid: u32, bad_version: bool) -> Result<Answer> {
     let (hdr, hdr_len) = header::decode(msg, &DecodeLimits::REPLY).map_err(|e| {
         pr_warn!("NULL reply: bad transport header: {:?}\n", e);
         errno::eproto()
     })?;
-    if hdr.xid != xid || !matches!(hdr.body, Body::Msg(_)) {
+    if hdr.xid != xid {
         return Err(errno::eproto());
+    }
+    match (bad_version, hdr.body) {
+        (true, Body::Error(RdmaError::Vers { low, high })) => {
+            return Ok(Answer::VersionRefused { low, high })
+        }
+        (false, Body::Msg(_)) => {}
+        _ => return Err(errno::eproto()),
     }
     let mut r = XdrReader::new(msg.get(hdr_len..).ok_or(errno::eproto())?);
     let mut word = || r.get_u32().map_err(|_| errno::eproto());
@@ -257,9 +278,16 @@ fn check_null_reply(msg: &[u8], xid: u32) -> Result<(u32, bool)> {
             word()?;
         }
         // accept_stat SUCCESS
-        return Ok((hdr.credit, word()? == 0));
+        let accepted = word()? == 0;
+        return Ok(Answer::Reply {
+            credit: hdr.credit,
+            accepted,
+        });
     }
-    Ok((hdr.credit, false))
+    Ok(Answer::Reply {
+        credit: hdr.credit,
+        accepted: false,
+    })
 }
 
 impl CmHandler for ConnEvents {
@@ -303,8 +331,9 @@ pub(crate) struct Report {
 }
 
 /// Connects to `addr`:`port`, exchanges private data, sends an NFSv3 NULL
-/// call and checks its reply, and disconnects.
-fn connect_once(addr: &str, port: &str) -> Result<Report> {
+/// call (with transport version 2 if `bad_version`) and checks its reply,
+/// and disconnects.
+fn connect_once(addr: &str, port: &str, bad_version: bool) -> Result<Report> {
     let mut report = Report {
         peer: CString::try_from_fmt(fmt!("{} {}", addr, port))?,
         device: None,
@@ -319,7 +348,7 @@ fn connect_once(addr: &str, port: &str) -> Result<Report> {
     let mut id = CmId::new(events.clone())?;
     let mut stage = "parsing the address";
     let result = prepare(&mut id, &events, &mut report, &mut stage, addr, port)
-        .and_then(|()| exchange(&id, &events, &mut report, &mut stage));
+        .and_then(|()| exchange(&id, &events, &mut report, &mut stage, bad_version));
     if let Err(e) = result {
         let event = events.state.lock().last;
         report.outcome = Outcome::Failed {
@@ -383,6 +412,7 @@ fn exchange(
     events: &Arc<ConnEvents>,
     report: &mut Report,
     stage: &mut &'static str,
+    bad_version: bool,
 ) -> Result {
     let size = usize::try_from(LOCAL.recv_size).map_err(|_| EINVAL)?;
     let recv = RecvBuf::new(id.qp()?, size, events.clone())?;
@@ -413,6 +443,12 @@ fn exchange(
         let xid = NEXT_XID.fetch_add(1, Ordering::Relaxed);
         let mut call = [0u8; 128];
         let len = encode_null_call(&mut call, xid)?;
+        if bad_version {
+            // rdma_vers, the header's second word.
+            call.get_mut(4..8)
+                .ok_or_else(errno::emsgsize)?
+                .copy_from_slice(&2u32.to_be_bytes());
+        }
         let bytes = call.get(..len).ok_or_else(errno::emsgsize)?;
         send.fill_with(|out| {
             out.get_mut(..bytes.len())
@@ -432,12 +468,11 @@ fn exchange(
             );
             return Err(EIO);
         }
-        let (credit, accepted) = check_null_reply(reply.get(..reply_len).ok_or(EIO)?, xid)?;
+        let answer = check_null_reply(reply.get(..reply_len).ok_or(EIO)?, xid, bad_version)?;
         report.null_call = Some(NullCall {
             xid,
             reply_bytes: received.byte_len,
-            credit,
-            accepted,
+            answer,
             invalidated_rkey: received.invalidated_rkey,
         });
 
@@ -525,18 +560,24 @@ impl debugfs::Show for ConnectProbe {
             );
         }
         if let Some(c) = &r.null_call {
-            seq_print!(
-                m,
-                "null call: xid {:#010x} reply {} bytes, {}, credits granted {}",
-                c.xid,
-                c.reply_bytes,
-                if c.accepted {
-                    "accepted"
-                } else {
-                    "not accepted"
-                },
-                c.credit
-            );
+            match c.answer {
+                Answer::Reply { credit, accepted } => seq_print!(
+                    m,
+                    "null call: xid {:#010x} reply {} bytes, {}, credits granted {}",
+                    c.xid,
+                    c.reply_bytes,
+                    if accepted { "accepted" } else { "not accepted" },
+                    credit
+                ),
+                Answer::VersionRefused { low, high } => seq_print!(
+                    m,
+                    "null call: xid {:#010x} as version 2: RDMA_ERROR ERR_VERS {} bytes, versions {} to {}",
+                    c.xid,
+                    c.reply_bytes,
+                    low,
+                    high
+                ),
+            }
             if let Some(rkey) = c.invalidated_rkey {
                 seq_print!(m, ", remotely invalidated {:#x}", rkey);
             }
@@ -548,10 +589,15 @@ impl debugfs::Show for ConnectProbe {
     fn store(&self, input: &[u8]) -> Result {
         let text = core::str::from_utf8(input).map_err(|_| EINVAL)?;
         let mut words = text.split_whitespace();
-        let (Some(addr), Some(port), None) = (words.next(), words.next(), words.next()) else {
+        let (Some(addr), Some(port)) = (words.next(), words.next()) else {
             return Err(EINVAL);
         };
-        let report = connect_once(addr, port)?;
+        let bad_version = match (words.next(), words.next()) {
+            (None, None) => false,
+            (Some("vers2"), None) => true,
+            _ => return Err(EINVAL),
+        };
+        let report = connect_once(addr, port, bad_version)?;
         let outcome = report.outcome;
         *self.last.lock() = Some(report);
         match outcome {

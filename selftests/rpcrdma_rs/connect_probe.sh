@@ -5,7 +5,8 @@
 # connection manager with RFC 8797 private data, reads the server's,
 # negotiates inline thresholds, and has an NFSv3 NULL call answered in
 # inline RDMA_MSGs (requested through debugfs until the transport class
-# exists). Failed attempts fail cleanly.
+# exists). A call sent as transport version 2 is refused with RDMA_ERROR
+# ERR_VERS naming version 1. Failed attempts fail cleanly.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
@@ -28,7 +29,7 @@ ipv6_connected() {
 		grep -qF "inline send 4096 receive 4096" <<<"$r"
 }
 
-tap_plan 13
+tap_plan 15
 lsmod | grep -q '^rpcrdma_rs\b' || insmod "$MODULE"
 tap_check "no attempt reported before the first" has "no connection attempted"
 tap_check "connect to $SERVER_IP4 port 20049" attempt "$SERVER_IP4" 20049
@@ -43,6 +44,12 @@ tap_check "negotiated inline thresholds 4096/4096" has "inline send 4096 receive
 # An RPC in an inline RDMA_MSG: Send, the server's Receive, its reply.
 tap_check "NFSv3 NULL call answered over the connection" \
 	grep -qE "null call: xid 0x[0-9a-f]{8} reply [0-9]+ bytes, accepted, credits granted [1-9]" "$probe"
+# RFC 8166 section 5.3.4: a responder refuses a version it does not
+# support with ERR_VERS, giving the range it does.
+tap_check "a call sent as version 2 is answered" attempt "$SERVER_IP4" "20049 vers2"
+report | grep '^null call' | sed 's/^/# /'
+tap_check "refused with RDMA_ERROR ERR_VERS, versions 1 to 1" \
+	grep -qE "null call: xid 0x[0-9a-f]{8} as version 2: RDMA_ERROR ERR_VERS 28 bytes, versions 1 to 1$" "$probe"
 tap_check "connect over IPv6 to $SERVER_IP6" attempt "$SERVER_IP6" 20049
 tap_check "IPv6 attempt connected and negotiated" ipv6_connected
 report | sed 's/^/# /'
