@@ -229,6 +229,22 @@ server_run() {
 # mount's transport line, in the C transport's order: 3 connect_count,
 # 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,
 # 20 bad_reply_count, 25 local_inv_needed.
+# server_output VAR COMMAND: runs COMMAND in the server guest and sets VAR
+# to what it printed; fails as it failed. (Not in a $(...) subshell: the
+# command counter must advance in this shell.)
+server_output() {
+	local var=$1 tag="$RUN_DIR/server-cmd-$$-$server_cmd_seq"
+	shift
+	server_run "$@" || return
+	printf -v "$var" '%s' "$(cat "$tag.log")"
+}
+
+# server_rdma_stat VAR NAME: sets VAR to the server's svcrdma counter
+# rdma_stat_NAME.
+server_rdma_stat() {
+	server_output "$1" "cat /proc/sys/sunrpc/svc_rdma/rdma_stat_$2"
+}
+
 mountstats_field() {
 	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
 }

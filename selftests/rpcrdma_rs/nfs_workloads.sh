@@ -12,7 +12,7 @@ RUN_DIR=$1
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-tap_plan 17
+tap_plan 18
 
 mnt=/mnt/nfs-work
 scratch=/mnt/scratch-work
@@ -71,8 +71,12 @@ list_big_dir() {
 
 positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
 
+# The server's count of RDMA Reads (svcrdma's rdma_stat_read, one per Read
+# segment it pulls) before this mount: nothing else uses the server.
+server_reads0=""
+server_rdma_stat server_reads0 read || server_reads0=""
 if ! tap_check "NFSv$VERS mount over rdma" nfs_mount "$VERS" "$mnt"; then
-	for i in $(seq 2 17); do tap_not_ok "case $i (not mounted)"; done
+	for i in $(seq 2 18); do tap_not_ok "case $i (not mounted)"; done
 	tap_exit
 fi
 dir=$mnt/work-$$
@@ -90,6 +94,17 @@ tap_check "Reply chunks were used (READDIR)" positive "$(mountstats_field "$mnt"
 tap_check "no bad replies" [ "$(mountstats_field "$mnt" 20)" = 0 ]
 tap_check "one connection throughout (no invalidation failed)" \
 	[ "$(mountstats_field "$mnt" 3)" = 1 ]
+# The client's Read segments (one per memory region it offered) and the
+# server's RDMA Reads must be the same number: a segment the server never
+# pulled, or pulled twice, shows here, seen from the other end.
+server_read_every_segment() {
+	local reads1="" segs
+	server_rdma_stat reads1 read || return 1
+	segs=$(mountstats_field "$mnt" 11)
+	tap_diag "server RDMA Reads $((reads1 - server_reads0)) = client Read segments $segs?"
+	[ -n "$server_reads0" ] && [ "$((reads1 - server_reads0))" = "$segs" ]
+}
+tap_check "the server pulled each Read segment once (rdma_stat_read)" server_read_every_segment
 # Each registered segment (one memory region each) is invalidated exactly
 # once, by the server or by a LOCAL_INV; the pool is allocated once per
 # connection.
