@@ -231,8 +231,19 @@ static void rpcrdma_rs_buf_free(struct rpc_task *task)
 
 static void rpcrdma_rs_timer(struct rpc_xprt *xprt, struct rpc_task *task)
 {
+	struct rpc_rqst *rqst = task->tk_rqstp;
+
 	/* RDMA has no keepalive: a timeout probes the path by reconnecting. */
 	xprt_force_disconnect(xprt);
+	/*
+	 * The task goes on to encode its Call again (call_status, then
+	 * call_encode) before that close has run, and a GSS privacy flavour
+	 * frees the pages it encrypted into on the way (priv_release_snd_buf):
+	 * what the server could reach through this RPC's registrations must
+	 * be out of its reach first.  Task context: may sleep, as buf_free.
+	 */
+	rpcrdma_rs_op_buf_free(rs_xprt(xprt)->transport,
+			       be32_to_cpu(rqst->rq_xid));
 }
 
 static void rpcrdma_rs_set_port(struct rpc_xprt *xprt, unsigned short port)
@@ -376,9 +387,9 @@ static struct xprt_class rpcrdma_rs_class;
  * What Rust registered the class with, for rpcrdma_rs_op_attach.  sunrpc
  * finds the class and then calls setup unlocked, holding a reference on
  * this module (xprt_create_transport), so module exit never runs during a
- * setup.  Unregistering from a failed init can: setup holds the mutex
- * across attach, and unregistering clears the pointer under it before Rust
- * frees what it points to.
+ * setup, and registering is the last step of init that can fail.  The
+ * mutex is defensive only: it keeps attach and unregistering apart should
+ * that order ever change.
  */
 static DEFINE_MUTEX(rpcrdma_rs_class_mutex);
 static void *rpcrdma_rs_class_data;

@@ -23,7 +23,13 @@ mod sunrpc;
 mod xprt;
 
 // The `rpcrdma_rs_op_*` functions the C ops table calls.
-sunrpc::class_ops!(xprt::XprtState);
+// SAFETY: `XprtState` uses the `Xprt` it is lent through itself, its
+// endpoint (`EpShared`, the connection identifier's context, buffers and
+// regions) and `last`, and in the debugfs report under the registry lock.
+// `XprtState::detach` closes the connection, which drops the endpoint and
+// waits for its completions, and takes the state out of the registry under
+// that lock, before it returns.
+sunrpc::class_ops!(unsafe xprt::XprtState);
 
 module! {
     type: RpcrdmaRs,

@@ -282,13 +282,15 @@ impl<H: MrHandler> Mr<H> {
     }
 
     /// Posts the unsignaled REG_MR that makes the mapping reachable by the
-    /// peer, on the region's QP. Once per mapping (`EBUSY` after); `EINVAL`
-    /// if `m` is not the region's current mapping; `ENOTCONN` if the QP is
-    /// not open.
+    /// peer, on the region's QP. Once per mapping, and never after a
+    /// LOCAL_INV of it (`EBUSY`): a key registered after its invalidation
+    /// would stay reachable while `unmap` took the LOCAL_INV as proof that
+    /// it is not. `EINVAL` if `m` is not the region's current mapping;
+    /// `ENOTCONN` if the QP is not open.
     pub(crate) fn post_reg(&self, m: &Mapped) -> Result {
         let mut state = self.state.lock();
         let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
-        if mapping.reg.is_some() {
+        if mapping.reg.is_some() || mapping.inv.is_some() {
             return Err(EBUSY);
         }
         let wr = SendWr::RegMr {
@@ -307,15 +309,19 @@ impl<H: MrHandler> Mr<H> {
         Ok(())
     }
 
-    /// Posts a LOCAL_INV of the mapping's key on the region's QP; only a
-    /// signaled one reports its completion to the handler, and only one
-    /// signaled LOCAL_INV may be outstanding per region (`EBUSY`).
+    /// Posts a LOCAL_INV of the mapping's key on the region's QP, after
+    /// its REG_MR (`EINVAL` before: see `post_reg`); only a signaled one
+    /// reports its completion to the handler, and only one signaled
+    /// LOCAL_INV may be outstanding per region (`EBUSY`).
     pub(crate) fn post_local_inv(&self, m: &Mapped, signaled: bool) -> Result {
         let mut state = self.state.lock();
         if signaled && state.inv_signaled.is_some() {
             return Err(EBUSY);
         }
         let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
+        if mapping.reg.is_none() {
+            return Err(EINVAL);
+        }
         let wr = SendWr::LocalInv {
             rkey: mapping.rkey,
             cqe: self.inv_cqe.get(),

@@ -476,6 +476,11 @@ impl Qp {
     /// Must not be called from a completion handler of this QP: the drain
     /// waits for that handler's queue.
     pub(crate) fn shutdown(&self) -> Result {
+        // Once destroyed, nothing to wait for: a last reference dropped where
+        // sleeping is not allowed then takes no mutex.
+        if self.is_destroyed() {
+            return Ok(());
+        }
         let mut cqs = self.teardown.lock();
         if self.is_destroyed() {
             return Ok(());
@@ -540,8 +545,13 @@ impl PinnedDrop for Qp {
 /// Proof that the peer invalidated `rkey` with a Send With Invalidate that
 /// arrived on a QP: made only from a successful Receive completion that
 /// carried `IB_WC_WITH_INVALIDATE`. `index` counts the Receive completions
-/// of that QP before it, so a proof cannot be taken for a registration
-/// posted after the message was delivered.
+/// of that QP handled before it (in the order the handler takes them,
+/// which need not be the order they arrived in), so a proof handled before
+/// a registration was posted cannot be taken for it. One that arrived
+/// before a REG_MR but is handled after it would pass that check; it would
+/// also need the same key (8 bits that wrap only after 256 mappings of one
+/// region) and, in the transport, the same RPC's reply on the same
+/// connection, which a retransmission never is (it reconnects first).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RemoteInvalidation {
     pub(super) qp: u64,

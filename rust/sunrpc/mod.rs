@@ -222,7 +222,9 @@ impl<'a> Rqst<'a> {
 ///
 /// `raw` describes a buffer of a request that sunrpc holds for `'a`; its
 /// memory stays allocated until the transport's `buf_free` for the
-/// request returns.
+/// request returns, or its `timer` for it (the C glue calls `buf_free`
+/// there: a GSS privacy flavour frees the encrypted pages when it encodes
+/// a timed-out Call again).
 pub(crate) struct XdrLayout<'a> {
     raw: bindings::rpcrdma_rs_xdr_layout,
     _rqst: core::marker::PhantomData<&'a ()>,

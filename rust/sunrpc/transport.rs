@@ -66,8 +66,10 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
     /// `ENOTCONN`: the connection is gone, the C glue closes it.
     fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result;
 
-    /// RPC `xid`'s memory is about to be freed (`buf_free`): return only
-    /// when the server can no longer reach it. Sleeps.
+    /// RPC `xid`'s memory is about to be freed (`buf_free`), or rewritten
+    /// (it timed out, `timer`, and a GSS privacy flavour re-encrypts into
+    /// new pages, freeing the old): return only when the server can no
+    /// longer reach it. Sleeps.
     fn buf_free(&self, _xid: u32) {}
 
     /// Largest backchannel message the connection carries (`bc_maxpayload`).
@@ -88,6 +90,11 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
 /// call `Adapter<Self>` and nothing else; the symbols they define can exist
 /// once, so no other type implements this. A [`ClassRegistration<T>`]
 /// relies on it: the class it registers calls `Adapter<T>`, the same `T`.
+///
+/// And `Self`'s [`XprtOps`] implementation uses no copy of the [`Xprt`]
+/// it was lent once `detach` returns: sunrpc frees the xprt then. `Xprt` is `Copy` and
+/// `'static`, so the compiler cannot check this; whoever invokes
+/// `class_ops!` states it, in the `unsafe` the macro asks for.
 pub(crate) unsafe trait ClassOps: XprtOps {}
 
 /// The transport's counters for `print_stats`, in the order of the C
@@ -393,13 +400,15 @@ impl<T: ClassOps> Adapter<T> {
 /// each a call into `Adapter<$t>`, and marks `$t` [`ClassOps`]. Used once,
 /// at the crate root (the symbols are global).
 macro_rules! class_ops {
-    ($t:ty) => {
+    (unsafe $t:ty) => {
         const _: () = {
             use ::kernel::ffi::{c_int, c_uint, c_void};
             use $crate::{bindings, sunrpc::Adapter};
 
             // SAFETY: The functions below, defined once, are the class's
-            // entry points, and they call `Adapter<$t>` only.
+            // entry points, and they call `Adapter<$t>` only; the invoker
+            // stated, with `unsafe`, that `$t` keeps no `Xprt` past
+            // `detach`.
             unsafe impl $crate::sunrpc::ClassOps for $t {}
 
             /// # Safety

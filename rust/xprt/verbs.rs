@@ -482,9 +482,10 @@ impl Sizes {
         // A region has a REG_MR and a LOCAL_INV in the send queue at most,
         // and an unsignaled REG_MR may keep its slot until the next Send
         // completes (so one more per Send); every Send; the drain. A
-        // device with a shorter queue gets what it has: a post that finds
-        // it full resets the connection.
-        let max_send_wr = (2 * SENDS + 2 * MRS + 1).min(attrs.max_qp_wr);
+        // device with a shorter queue gets what it has, less the drain's
+        // slot, which is always kept: a post that finds it full resets the
+        // connection, and the drain must still fit.
+        let max_send_wr = (2 * SENDS + 2 * MRS).min(attrs.max_qp_wr.saturating_sub(1)) + 1;
         Ok(Self {
             max_requests,
             receives,
