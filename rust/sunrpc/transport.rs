@@ -92,76 +92,52 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
 /// relies on it: the class it registers calls `Adapter<T>`, the same `T`.
 ///
 /// And `Self`'s [`XprtOps`] implementation uses no copy of the [`Xprt`]
-/// it was lent once `detach` returns: sunrpc frees the xprt then. `Xprt` is `Copy` and
-/// `'static`, so the compiler cannot check this; whoever invokes
-/// `class_ops!` states it, in the `unsafe` the macro asks for.
+/// it was lent once `detach` returns: sunrpc frees the xprt then. `Xprt`
+/// is `Copy` and `'static`, so the compiler cannot check this; whoever
+/// invokes `class_ops!` states it, in the `unsafe` the macro asks for.
 pub(crate) unsafe trait ClassOps: XprtOps {}
 
-/// The transport's counters for `print_stats`, in the order of the C
-/// transport's `struct rpcrdma_stats` (its `xprt: rdma` line in
-/// `/proc/self/mountstats`).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct XprtStats {
-    pub(crate) read_chunk_count: u64,
-    pub(crate) write_chunk_count: u64,
-    pub(crate) reply_chunk_count: u64,
-    pub(crate) total_rdma_request: u64,
-    pub(crate) total_rdma_reply: u64,
-    pub(crate) pullup_copy_count: u64,
-    pub(crate) fixup_copy_count: u64,
-    pub(crate) hardway_register_count: u64,
-    pub(crate) failed_marshal_count: u64,
-    pub(crate) bad_reply_count: u64,
-    pub(crate) nomsg_call_count: u64,
-    pub(crate) mrs_recycled: u64,
-    pub(crate) mrs_orphaned: u64,
-    pub(crate) mrs_allocated: u64,
-    pub(crate) local_inv_needed: u64,
-    pub(crate) empty_sendctx_q: u64,
+/// Defines [`XprtStats`] with the counters listed, and its conversion into
+/// the C glue's `struct rpcrdma_rs_stats`, from one list: a counter added
+/// to the C struct and not here fails to build.
+macro_rules! xprt_stats {
+    ($($field:ident),* $(,)?) => {
+        /// The transport's counters for `print_stats`, in the order of the C
+        /// transport's `struct rpcrdma_stats` (its `xprt: rdma` line in
+        /// `/proc/self/mountstats`).
+        #[derive(Default, Clone, Copy)]
+        pub(crate) struct XprtStats {
+            $(pub(crate) $field: u64,)*
+        }
+
+        impl From<XprtStats> for bindings::rpcrdma_rs_stats {
+            fn from(s: XprtStats) -> Self {
+                Self {
+                    $($field: s.$field,)*
+                }
+            }
+        }
+    };
 }
 
-impl From<XprtStats> for bindings::rpcrdma_rs_stats {
-    fn from(s: XprtStats) -> Self {
-        // Destructured, so that a counter added to one side is not
-        // forgotten on the other.
-        let XprtStats {
-            read_chunk_count,
-            write_chunk_count,
-            reply_chunk_count,
-            total_rdma_request,
-            total_rdma_reply,
-            pullup_copy_count,
-            fixup_copy_count,
-            hardway_register_count,
-            failed_marshal_count,
-            bad_reply_count,
-            nomsg_call_count,
-            mrs_recycled,
-            mrs_orphaned,
-            mrs_allocated,
-            local_inv_needed,
-            empty_sendctx_q,
-        } = s;
-        Self {
-            read_chunk_count,
-            write_chunk_count,
-            reply_chunk_count,
-            total_rdma_request,
-            total_rdma_reply,
-            pullup_copy_count,
-            fixup_copy_count,
-            hardway_register_count,
-            failed_marshal_count,
-            bad_reply_count,
-            nomsg_call_count,
-            mrs_recycled,
-            mrs_orphaned,
-            mrs_allocated,
-            local_inv_needed,
-            empty_sendctx_q,
-        }
-    }
-}
+xprt_stats!(
+    read_chunk_count,
+    write_chunk_count,
+    reply_chunk_count,
+    total_rdma_request,
+    total_rdma_reply,
+    pullup_copy_count,
+    fixup_copy_count,
+    hardway_register_count,
+    failed_marshal_count,
+    bad_reply_count,
+    nomsg_call_count,
+    mrs_recycled,
+    mrs_orphaned,
+    mrs_allocated,
+    local_inv_needed,
+    empty_sendctx_q,
+);
 
 /// The `rdma` transport class, registered with sunrpc while this exists.
 /// Its instances are `T`s, and share `T::Class`.
