@@ -274,7 +274,14 @@ rs_xprt_field() {
 # every expectation in a sha256sum FILE wrong by rotating the first hex
 # digit of each line (0 becomes 1, ..., f becomes 0): always a change.
 break_checksums() {
-	sed -i 'h; s/^\(.\).*/\1/; y/0123456789abcdef/123456789abcdef0/; G; s/\n.//' "$1"
+	local t
+	t=$(rotate_first_digit <"$1") && printf '%s\n' "$t" >"$1"
+}
+
+# rotate_first_digit: each line of standard input with its first hex digit
+# moved on by one (0 to 1, ..., f to 0), so that every checksum changes.
+rotate_first_digit() {
+	sed 'h; s/^\(.\).*/\1/; y/0123456789abcdef/123456789abcdef0/; G; s/\n.//'
 }
 
 # Drops clean page cache, so that reads go to the server.
