@@ -393,7 +393,7 @@ fn prepare(
 
     *stage = "creating the queue pair";
     let device = id.device().ok_or(ENODEV)?;
-    report.device = Some(CString::try_from_fmt(fmt!("{}", device.name()))?);
+    report.device = Some(CString::try_from(device.name())?);
     id.create_qp(&QpCaps {
         cq_entries: 16,
         // One more each than ever posted: the drain's.

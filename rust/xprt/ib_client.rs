@@ -8,7 +8,7 @@ use crate::{
     rdma::{self, Device},
 };
 use kernel::{
-    c_str, fmt, new_mutex,
+    c_str, new_mutex,
     prelude::*,
     rbtree::RBTree,
     str::{CStr, CString},
@@ -45,7 +45,7 @@ impl rdma::Client for DeviceTracker {
         let tracked = Arc::new(
             TrackedDevice {
                 index: device.index(),
-                name: CString::try_from_fmt(fmt!("{}", device.name()))?,
+                name: CString::try_from(device.name())?,
             },
             GFP_KERNEL,
         )?;

@@ -512,7 +512,7 @@ impl Endpoint {
         shared.events.await_event(CmEventKind::RouteResolved)?;
 
         let device = id.device().ok_or(ENODEV)?;
-        let device_name = CString::try_from_fmt(fmt!("{}", device.name()))?;
+        let device_name = CString::try_from(device.name())?;
         let responder_resources = u8::try_from(device.max_qp_rd_atom()).unwrap_or(u8::MAX);
         let sizes = Sizes::for_device(&FrwrAttrs::query(&id)?)?;
         shared
