@@ -2,14 +2,22 @@
 #
 # Builds rpcrdma_rs.ko against KDIR, a Rust-enabled 6.12 build tree.  By
 # default KDIR is the test kernel scripts/build-kernel.sh keeps in the cache.
+#
+# RPCRDMA_RS_TEST_HOOKS=y compiles in the test hooks as well: the debugfs
+# connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect),
+# which the selftests drive.  scripts/build-module.sh sets it for the test
+# guests; a plain `make` builds the module without them, as users should.
+# Switching it rebuilds the crate (kbuild compares the rustc command line).
 
 KDIR ?= $(shell bash -c '. scripts/lib.sh && kernel_dir')
 RUSTC ?= /usr/bin/rustc
 RUSTDOC ?= /usr/bin/rustdoc
 BINDGEN ?= $(shell bash -c '. scripts/lib.sh && echo $$BINDGEN')
 CLIPPY_DRIVER ?= /usr/bin/clippy-driver
+RPCRDMA_RS_TEST_HOOKS ?= n
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) RUSTDOC=$(RUSTDOC) \
-	BINDGEN=$(BINDGEN) HOSTRUSTC=$(RUSTC)
+	BINDGEN=$(BINDGEN) HOSTRUSTC=$(RUSTC) \
+	RPCRDMA_RS_TEST_HOOKS=$(RPCRDMA_RS_TEST_HOOKS)
 
 all: modules
 

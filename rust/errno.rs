@@ -24,7 +24,8 @@ errnos! {
     ehostunreach => EHOSTUNREACH,
     /// Message too long.
     emsgsize => EMSGSIZE,
-    /// Protocol error.
+    /// Protocol error (only the test hooks' connection probe says it).
+    #[cfg(rpcrdma_rs_test_hooks)]
     eproto => EPROTO,
     /// Transport endpoint is not connected.
     enotconn => ENOTCONN,

@@ -13,7 +13,6 @@ use kernel::{
     error::{from_err_ptr, to_result},
     ffi::{c_int, c_void},
     prelude::*,
-    str::CStr,
     sync::Arc,
     types::{ForeignOwnable, Opaque},
 };
@@ -23,7 +22,9 @@ pub(crate) struct SockAddr(bindings::__kernel_sockaddr_storage);
 
 impl SockAddr {
     /// Parses `addr` (IPv4, or IPv6 with an optional `%scope`) and `port`.
-    pub(crate) fn parse(addr: &CStr, port: &CStr) -> Result<Self> {
+    /// Only the test hooks' connection probe takes an address as text.
+    #[cfg(rpcrdma_rs_test_hooks)]
+    pub(crate) fn parse(addr: &kernel::str::CStr, port: &kernel::str::CStr) -> Result<Self> {
         let mut ss = bindings::__kernel_sockaddr_storage::default();
         // SAFETY: Both strings are NUL-terminated; `ss` is valid for writes.
         to_result(unsafe {
@@ -227,20 +228,25 @@ impl NetNs {
 
 impl<H: CmHandler> CmId<H> {
     /// Creates an identifier for a reliable-connected (RC) connection in the
-    /// initial network namespace; `handler` receives its events.
+    /// initial network namespace; `handler` receives its events. Only the
+    /// test hooks' connection probe uses it: a transport connects in its
+    /// own namespace (`new_in`).
+    #[cfg(rpcrdma_rs_test_hooks)]
     pub(crate) fn new(handler: Arc<H>) -> Result<Self> {
         // SAFETY: NULL is the initial namespace, which always exists.
         unsafe { Self::new_in_raw(handler, core::ptr::null_mut()) }
     }
 
-    /// As [`CmId::new`], in network namespace `net`.
+    /// Creates an identifier for a reliable-connected (RC) connection in
+    /// network namespace `net`; `handler` receives its events.
     pub(crate) fn new_in(handler: Arc<H>, net: &NetNs) -> Result<Self> {
         // SAFETY: `net` is alive while borrowed; the identifier takes a
         // reference of its own.
         unsafe { Self::new_in_raw(handler, net.as_ptr()) }
     }
 
-    /// As [`CmId::new`], in network namespace `net` (NULL: the initial one).
+    /// As [`CmId::new_in`], in network namespace `net` (NULL: the initial
+    /// one).
     ///
     /// # Safety
     ///

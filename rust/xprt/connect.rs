@@ -2,37 +2,20 @@
 
 //! Connection set-up through the RDMA connection manager (the C
 //! `verbs.c`: `rpcrdma_create_id`, `rpcrdma_ep_create`,
-//! `rpcrdma_xprt_connect`), with the RFC 8797 private data exchange.
-//!
-//! Until the transport class exists, a connection is made on request from
-//! debugfs (`/sys/kernel/debug/rpcrdma_rs/connect`: write `ADDRESS PORT`,
-//! read the outcome): the module resolves the address and route, creates
-//! the PD, CQs and QP, connects with its private data, reads the peer's,
-//! negotiates the inline thresholds, sends an NFSv3 NULL call, and
-//! disconnects. `ADDRESS PORT vers2` sends the call with transport version
-//! 2, which a version 1 responder must refuse with RDMA_ERROR ERR_VERS
-//! (RFC 8166 section 5.3.4): the one way to make a well-behaved server
-//! send an RDMA_ERROR.
+//! `rpcrdma_xprt_connect`): what this requester offers in its RFC 8797
+//! private data, its connection parameters, and the connection manager's
+//! events as a connecting thread waits for them. `verbs.rs` builds the
+//! transport's connections with them.
 
 use crate::{
-    debugfs::{self, seq_print, SeqFile},
     errno,
-    proto::{
-        header::{self, Body, DecodeLimits, Message, MsgProc, RdmaError},
-        private_data::{self, LocalSettings, Negotiated, PrivateData},
-        xdr::{XdrReader, XdrWriter},
-    },
-    rdma::{
-        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, ConnParam, QpCaps,
-        Received, RecvBuf, SendBuf, SockAddr,
-    },
+    proto::private_data::LocalSettings,
+    rdma::{CmEvent, CmEventKind, CmHandler, ConnParam},
 };
-use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
-    fmt, new_condvar, new_mutex,
+    new_condvar, new_mutex,
     prelude::*,
-    str::CString,
-    sync::{Arc, CondVar, CondVarTimeoutResult, Mutex},
+    sync::{CondVar, CondVarTimeoutResult, Mutex},
     time::msecs_to_jiffies,
 };
 
@@ -48,14 +31,6 @@ pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
 const EVENT_TIMEOUT_MS: u32 = 20000;
 /// The largest private data area the connection manager hands a consumer.
 pub(crate) const MAX_PEER_PRIVATE: usize = 196;
-/// Credits asked of the server (C: the default slot table size).
-const CREDITS_REQUESTED: u32 = crate::sunrpc::MAX_REQUESTS;
-/// How much of a received message the report keeps.
-const MAX_REPLY_KEPT: usize = 128;
-/// RPC: NFS program, version 3, procedure NULL (RFC 1813), AUTH_NONE.
-const NFS_PROGRAM: u32 = 100003;
-const NFS_V3: u32 = 3;
-static NEXT_XID: AtomicU32 = AtomicU32::new(0x5253_0001);
 
 /// The connection parameters of an RPC-over-RDMA requester (C:
 /// `rpcrdma_ep_create`): offer RDMA Read to the server but do not initiate
@@ -69,6 +44,40 @@ pub(crate) fn requester_params(private_data: &[u8], responder_resources: u8) -> 
         retry_count: 6,
         rnr_retry_count: 0,
     }
+}
+
+/// Waits on `changed` until `done` holds of what `lock` guards, and returns
+/// what `done` says; gives up after the time one connection manager event
+/// may take, or on a signal.
+pub(super) fn wait_for<S, T>(
+    lock: &Mutex<S>,
+    changed: &CondVar,
+    done: impl Fn(&S) -> Option<T>,
+) -> Result<T> {
+    let mut state = lock.lock();
+    let mut left = msecs_to_jiffies(EVENT_TIMEOUT_MS);
+    loop {
+        if let Some(v) = done(&state) {
+            return Ok(v);
+        }
+        match changed.wait_interruptible_timeout(&mut state, left) {
+            // What woke nobody may still have arrived at the deadline.
+            CondVarTimeoutResult::Timeout => {
+                return done(&state).ok_or_else(errno::etimedout);
+            }
+            CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+            CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+        }
+    }
+}
+
+/// Copies as much of `src` as fits into `dst`; returns how much that was.
+pub(super) fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
+    let len = src.len().min(dst.len());
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+    }
+    len
 }
 
 /// The connection manager's events for one connection, as they arrive.
@@ -88,12 +97,6 @@ struct EventState {
     last: Option<(CmEventKind, i32)>,
     peer_private: [u8; MAX_PEER_PRIVATE],
     peer_private_len: usize,
-    /// The Receive's completion and the start of what arrived.
-    received: Option<Completion>,
-    reply: [u8; MAX_REPLY_KEPT],
-    reply_len: usize,
-    /// The Send's completion.
-    sent: Option<Completion>,
 }
 
 impl ConnEvents {
@@ -104,32 +107,9 @@ impl ConnEvents {
                 last: None,
                 peer_private: [0; MAX_PEER_PRIVATE],
                 peer_private_len: 0,
-                received: None,
-                reply: [0; MAX_REPLY_KEPT],
-                reply_len: 0,
-                sent: None,
             }),
             changed <- new_condvar!(),
         })
-    }
-
-    /// Waits until `done` holds of the state, and returns what `done` says.
-    fn wait_for<T>(&self, done: impl Fn(&EventState) -> Option<T>) -> Result<T> {
-        let mut state = self.state.lock();
-        let mut left = msecs_to_jiffies(EVENT_TIMEOUT_MS);
-        loop {
-            if let Some(v) = done(&state) {
-                return Ok(v);
-            }
-            match self.changed.wait_interruptible_timeout(&mut state, left) {
-                // What woke nobody may still have arrived at the deadline.
-                CondVarTimeoutResult::Timeout => {
-                    return done(&state).ok_or_else(errno::etimedout);
-                }
-                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
-                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
-            }
-        }
     }
 
     /// The private data the peer sent with ESTABLISHED, and its length.
@@ -155,8 +135,9 @@ impl ConnEvents {
         if want != CmEventKind::Disconnected {
             fatal |= CmEventKind::Disconnected.bit();
         }
-        let (seen, last) =
-            self.wait_for(|s| (s.seen & (want.bit() | fatal) != 0).then_some((s.seen, s.last)))?;
+        let (seen, last) = wait_for(&self.state, &self.changed, |s| {
+            (s.seen & (want.bit() | fatal) != 0).then_some((s.seen, s.last))
+        })?;
         if seen & want.bit() != 0 {
             return Ok(());
         }
@@ -173,123 +154,6 @@ impl ConnEvents {
     }
 }
 
-impl CompletionHandler for ConnEvents {
-    fn sent(&self, _buf: SendBuf<Self>, completion: &Completion) {
-        let mut state = self.state.lock();
-        if state.sent.is_some() {
-            // Flushed at teardown: nothing to do.
-            return;
-        }
-        state.sent = Some(*completion);
-        drop(state);
-        self.changed.notify_all();
-    }
-
-    fn received(&self, rep: Received<Self>, completion: &Completion) {
-        let mut state = self.state.lock();
-        if state.received.is_some() {
-            return;
-        }
-        state.reply_len = copy_prefix(&mut state.reply, rep.data());
-        state.received = Some(*completion);
-        drop(state);
-        self.changed.notify_all();
-    }
-}
-
-/// Copies as much of `src` as fits into `dst`; returns how much that was.
-fn copy_prefix(dst: &mut [u8], src: &[u8]) -> usize {
-    let len = src.len().min(dst.len());
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = *s;
-    }
-    len
-}
-
-/// The outcome of one NULL call over the connection.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct NullCall {
-    xid: u32,
-    reply_bytes: u32,
-    answer: Answer,
-    invalidated_rkey: Option<u32>,
-}
-
-/// What the server answered the NULL call with.
-#[derive(Clone, Copy, Debug)]
-enum Answer {
-    /// An RPC Reply, and the credits its transport header granted.
-    Reply { credit: u32, accepted: bool },
-    /// RDMA_ERROR ERR_VERS, with the versions the server supports.
-    VersionRefused { low: u32, high: u32 },
-}
-
-/// Encodes an RDMA_MSG carrying an NFSv3 NULL call into `out`.
-fn encode_null_call(out: &mut [u8], xid: u32) -> Result<usize> {
-    let hdr = Message {
-        xid,
-        credit: CREDITS_REQUESTED,
-        proc: MsgProc::Msg,
-        read_list: &[],
-        write_list: &[],
-        reply_chunk: None,
-    }
-    .encode(out)
-    .map_err(|_| errno::emsgsize())?;
-    let rpc = out.get_mut(hdr..).ok_or(errno::emsgsize())?;
-    let mut w = XdrWriter::new(rpc);
-    // xid, CALL, RPC version 2, program, version, procedure, AUTH_NONE
-    // credential and verifier (flavor 0, empty body).
-    for word in [xid, 0, 2, NFS_PROGRAM, NFS_V3, 0, 0, 0, 0, 0] {
-        w.put_u32(word).map_err(|_| errno::emsgsize())?;
-    }
-    hdr.checked_add(w.len()).ok_or(errno::emsgsize())
-}
-
-/// Checks a received message answers the NULL call `xid`: with an
-/// RDMA_MSG RPC Reply, or, when the call was sent as version 2
-/// (`bad_version`), with RDMA_ERROR ERR_VERS and nothing else.
-fn check_null_reply(msg: &[u8], xid: u32, bad_version: bool) -> Result<Answer> {
-    let (hdr, hdr_len) = header::decode(msg, &DecodeLimits::REPLY).map_err(|e| {
-        pr_warn!("NULL reply: bad transport header: {:?}\n", e);
-        errno::eproto()
-    })?;
-    if hdr.xid != xid {
-        return Err(errno::eproto());
-    }
-    match (bad_version, hdr.body) {
-        (true, Body::Error(RdmaError::Vers { low, high })) => {
-            return Ok(Answer::VersionRefused { low, high })
-        }
-        (false, Body::Msg(_)) => {}
-        _ => return Err(errno::eproto()),
-    }
-    let mut r = XdrReader::new(msg.get(hdr_len..).ok_or(errno::eproto())?);
-    let mut word = || r.get_u32().map_err(|_| errno::eproto());
-    // xid, REPLY, MSG_ACCEPTED, verifier flavor and length.
-    if word()? != xid || word()? != 1 {
-        return Err(errno::eproto());
-    }
-    let accepted = word()? == 0;
-    if accepted {
-        let _flavor = word()?;
-        let verf_len = word()?;
-        for _ in 0..verf_len.div_ceil(4) {
-            word()?;
-        }
-        // accept_stat SUCCESS
-        let accepted = word()? == 0;
-        return Ok(Answer::Reply {
-            credit: hdr.credit,
-            accepted,
-        });
-    }
-    Ok(Answer::Reply {
-        credit: hdr.credit,
-        accepted: false,
-    })
-}
-
 impl CmHandler for ConnEvents {
     fn handle(&self, event: &CmEvent<'_>) {
         let mut state = self.state.lock();
@@ -301,308 +165,5 @@ impl CmHandler for ConnEvents {
         state.last = Some((event.kind(), event.status()));
         drop(state);
         self.changed.notify_all();
-    }
-}
-
-/// How far a connection attempt got.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Outcome {
-    /// Connected, negotiated, and disconnected cleanly.
-    Connected,
-    /// Failed while `stage`; `event` is the last connection manager event
-    /// (if any) and `error` the errno that ended it.
-    Failed {
-        stage: &'static str,
-        event: Option<(CmEventKind, i32)>,
-        error: i32,
-    },
-}
-
-/// The result of one connection attempt, as reported in debugfs.
-pub(crate) struct Report {
-    peer: CString,
-    device: Option<CString>,
-    sent: PrivateData,
-    peer_private: [u8; MAX_PEER_PRIVATE],
-    peer_private_len: usize,
-    negotiated: Option<Negotiated>,
-    null_call: Option<NullCall>,
-    outcome: Outcome,
-}
-
-/// Connects to `addr`:`port`, exchanges private data, sends an NFSv3 NULL
-/// call (with transport version 2 if `bad_version`) and checks its reply,
-/// and disconnects.
-fn connect_once(addr: &str, port: &str, bad_version: bool) -> Result<Report> {
-    let mut report = Report {
-        peer: CString::try_from_fmt(fmt!("{} {}", addr, port))?,
-        device: None,
-        sent: LOCAL.private_data(),
-        peer_private: [0; MAX_PEER_PRIVATE],
-        peer_private_len: 0,
-        negotiated: None,
-        null_call: None,
-        outcome: Outcome::Connected,
-    };
-    let events = Arc::pin_init(ConnEvents::new(), GFP_KERNEL)?;
-    let mut id = CmId::new(events.clone())?;
-    let mut stage = "parsing the address";
-    let result = prepare(&mut id, &events, &mut report, &mut stage, addr, port)
-        .and_then(|()| exchange(&id, &events, &mut report, &mut stage, bad_version));
-    if let Err(e) = result {
-        let event = events.state.lock().last;
-        report.outcome = Outcome::Failed {
-            stage,
-            event,
-            error: e.to_errno(),
-        };
-        pr_warn!(
-            "connecting to {} {}: failed while {}: {:?}\n",
-            addr,
-            port,
-            stage,
-            e
-        );
-    }
-    // Destroys the QP, then the CQs, PD and identifier.
-    drop(id);
-    Ok(report)
-}
-
-/// Resolves the address and route and creates the QP.
-fn prepare(
-    id: &mut CmId<ConnEvents>,
-    events: &ConnEvents,
-    report: &mut Report,
-    stage: &mut &'static str,
-    addr: &str,
-    port: &str,
-) -> Result {
-    let dst = SockAddr::parse(
-        &CString::try_from_fmt(fmt!("{}", addr))?,
-        &CString::try_from_fmt(fmt!("{}", port))?,
-    )?;
-
-    *stage = "resolving the address";
-    id.resolve_addr(&dst, RESOLVE_TIMEOUT_MS)?;
-    events.await_event(CmEventKind::AddrResolved)?;
-
-    *stage = "resolving the route";
-    id.resolve_route(RESOLVE_TIMEOUT_MS)?;
-    events.await_event(CmEventKind::RouteResolved)?;
-
-    *stage = "creating the queue pair";
-    let device = id.device().ok_or(ENODEV)?;
-    report.device = Some(CString::try_from(device.name())?);
-    id.create_qp(&QpCaps {
-        cq_entries: 16,
-        // One more each than ever posted: the drain's.
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 2,
-        max_recv_sge: 1,
-    })
-}
-
-/// Connects, negotiates, has a NULL call answered and disconnects. A
-/// posted buffer belongs to the QP until its completion hands it to
-/// `events` (which drops it), or until the QP is shut down.
-fn exchange(
-    id: &CmId<ConnEvents>,
-    events: &Arc<ConnEvents>,
-    report: &mut Report,
-    stage: &mut &'static str,
-    bad_version: bool,
-) -> Result {
-    let size = usize::try_from(LOCAL.recv_size).map_err(|_| EINVAL)?;
-    let recv = RecvBuf::new(id.qp()?, size, events.clone())?;
-    let mut send = SendBuf::new(id.qp()?, size, events.clone())?;
-    let responder_resources = id
-        .device()
-        .map_or(0, |d| u8::try_from(d.max_qp_rd_atom()).unwrap_or(u8::MAX));
-
-    let steps = move || -> Result {
-        // A Receive is posted before connecting, as the C client does:
-        // with no RNR retries, the peer must never find none.
-        *stage = "posting a Receive";
-        recv.post().map_err(|(_, e)| e)?;
-
-        *stage = "connecting";
-        let sent = report.sent.to_bytes();
-        id.connect(&requester_params(&sent, responder_resources))?;
-        events.await_event(CmEventKind::Established)?;
-        {
-            let state = events.state.lock();
-            report.peer_private = state.peer_private;
-            report.peer_private_len = state.peer_private_len;
-        }
-        let peer = report.peer_private.get(..report.peer_private_len);
-        report.negotiated = Some(private_data::negotiate(&LOCAL, peer));
-
-        *stage = "sending an NFSv3 NULL call";
-        let xid = NEXT_XID.fetch_add(1, Ordering::Relaxed);
-        let mut call = [0u8; 128];
-        let len = encode_null_call(&mut call, xid)?;
-        if bad_version {
-            // rdma_vers, the header's second word.
-            call.get_mut(4..8)
-                .ok_or_else(errno::emsgsize)?
-                .copy_from_slice(&2u32.to_be_bytes());
-        }
-        let bytes = call.get(..len).ok_or_else(errno::emsgsize)?;
-        send.fill_with(|out| {
-            out.get_mut(..bytes.len())
-                .ok_or_else(errno::emsgsize)?
-                .copy_from_slice(bytes);
-            Ok(bytes.len())
-        })?;
-        send.post().map_err(|(_, e)| e)?;
-
-        *stage = "waiting for the NULL reply";
-        let (received, reply, reply_len) =
-            events.wait_for(|s| s.received.map(|c| (c, s.reply, s.reply_len)))?;
-        if !received.is_success() {
-            pr_warn!(
-                "NULL reply: Receive completed with status {}\n",
-                received.status
-            );
-            return Err(EIO);
-        }
-        let answer = check_null_reply(reply.get(..reply_len).ok_or(EIO)?, xid, bad_version)?;
-        report.null_call = Some(NullCall {
-            xid,
-            reply_bytes: received.byte_len,
-            answer,
-            invalidated_rkey: received.invalidated_rkey,
-        });
-
-        *stage = "disconnecting";
-        id.disconnect()?;
-        events.await_event(CmEventKind::Disconnected)
-    };
-    let result = steps();
-    // Every posted request completes or is flushed, or is freed with the
-    // QP; an unposted buffer went with `steps`.
-    let _ = id.quiesce();
-    result
-}
-
-/// The debugfs `connect` file: a write makes one connection attempt, a read
-/// shows the last attempt's report.
-#[pin_data]
-pub(crate) struct ConnectProbe {
-    #[pin]
-    last: Mutex<Option<Report>>,
-}
-
-impl ConnectProbe {
-    /// No attempt yet.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            last <- new_mutex!(None),
-        })
-    }
-}
-
-impl debugfs::Show for ConnectProbe {
-    const WRITABLE: bool = true;
-
-    fn show(&self, m: &SeqFile) -> Result {
-        let last = self.last.lock();
-        let Some(r) = last.as_ref() else {
-            seq_print!(m, "no connection attempted\n");
-            return Ok(());
-        };
-        seq_print!(m, "peer: {}\n", &*r.peer);
-        if let Some(device) = &r.device {
-            seq_print!(m, "device: {}\n", &**device);
-        }
-        match r.outcome {
-            Outcome::Connected => seq_print!(m, "outcome: connected\n"),
-            Outcome::Failed {
-                stage,
-                event,
-                error,
-            } => {
-                seq_print!(m, "outcome: failed while {} (errno {})", stage, error);
-                if let Some((kind, status)) = event {
-                    seq_print!(m, ", last event {:?} status {}", kind, status);
-                }
-                seq_print!(m, "\n");
-            }
-        }
-        seq_print!(m, "sent private data:");
-        for b in r.sent.to_bytes() {
-            seq_print!(m, " {:02x}", b);
-        }
-        seq_print!(m, "\npeer private data ({} bytes):", r.peer_private_len);
-        for b in r.peer_private.iter().take(r.peer_private_len.min(16)) {
-            seq_print!(m, " {:02x}", b);
-        }
-        seq_print!(m, "\n");
-        if let Some(n) = &r.negotiated {
-            match n.peer {
-                Some(p) => seq_print!(
-                    m,
-                    "peer: send {} receive {} remote invalidation {}\n",
-                    p.send_size(),
-                    p.recv_size(),
-                    p.remote_invalidation()
-                ),
-                None => seq_print!(m, "peer: no valid RFC 8797 private data\n"),
-            }
-            seq_print!(
-                m,
-                "inline send {} receive {} remote invalidation {}\n",
-                n.inline_send,
-                n.inline_recv,
-                n.remote_invalidation
-            );
-        }
-        if let Some(c) = &r.null_call {
-            match c.answer {
-                Answer::Reply { credit, accepted } => seq_print!(
-                    m,
-                    "null call: xid {:#010x} reply {} bytes, {}, credits granted {}",
-                    c.xid,
-                    c.reply_bytes,
-                    if accepted { "accepted" } else { "not accepted" },
-                    credit
-                ),
-                Answer::VersionRefused { low, high } => seq_print!(
-                    m,
-                    "null call: xid {:#010x} as version 2: RDMA_ERROR ERR_VERS {} bytes, versions {} to {}",
-                    c.xid,
-                    c.reply_bytes,
-                    low,
-                    high
-                ),
-            }
-            if let Some(rkey) = c.invalidated_rkey {
-                seq_print!(m, ", remotely invalidated {:#x}", rkey);
-            }
-            seq_print!(m, "\n");
-        }
-        Ok(())
-    }
-
-    fn store(&self, input: &[u8]) -> Result {
-        let text = core::str::from_utf8(input).map_err(|_| EINVAL)?;
-        let mut words = text.split_whitespace();
-        let (Some(addr), Some(port)) = (words.next(), words.next()) else {
-            return Err(EINVAL);
-        };
-        let bad_version = match (words.next(), words.next()) {
-            (None, None) => false,
-            (Some("vers2"), None) => true,
-            _ => return Err(EINVAL),
-        };
-        let report = connect_once(addr, port, bad_version)?;
-        let outcome = report.outcome;
-        *self.last.lock() = Some(report);
-        match outcome {
-            Outcome::Connected => Ok(()),
-            Outcome::Failed { error, .. } => Err(Error::from_errno(error)),
-        }
     }
 }

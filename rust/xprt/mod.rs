@@ -12,6 +12,8 @@ mod connect;
 mod frwr;
 mod ib_client;
 mod marshal;
+#[cfg(rpcrdma_rs_test_hooks)]
+mod probe;
 mod settings;
 mod stats;
 mod transport;
@@ -20,8 +22,9 @@ mod verbs;
 use crate::{debugfs, rdma, sunrpc};
 use kernel::{c_str, prelude::*, sync::Arc};
 
-pub(crate) use connect::ConnectProbe;
 pub(crate) use ib_client::DeviceTracker;
+#[cfg(rpcrdma_rs_test_hooks)]
+pub(crate) use probe::ConnectProbe;
 use transport::Registry;
 pub(crate) use transport::XprtState;
 
@@ -29,11 +32,13 @@ pub(crate) use transport::XprtState;
 /// class first (no new transport after it; it shares the registry with
 /// them), the debugfs files (they read the tracker, the probe and the
 /// registry), then the client registration; the directory goes with its
-/// last file.
+/// last file. The `connect` probe is a test hook (`probe.rs`), there only
+/// when built with `rpcrdma_rs_test_hooks`.
 pub(crate) struct Transport {
     _class: sunrpc::ClassRegistration<XprtState>,
     _xprts_file: Pin<KBox<debugfs::File<Registry>>>,
     _settings_file: Pin<KBox<debugfs::File<settings::SettingsFile>>>,
+    #[cfg(rpcrdma_rs_test_hooks)]
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
     _devices: rdma::Registration<DeviceTracker>,
@@ -46,12 +51,14 @@ impl Transport {
     pub(crate) fn new() -> Result<Self> {
         // Everything that can fail is allocated before the first file
         // appears: an open file pins the module, even one whose init fails.
+        #[cfg(rpcrdma_rs_test_hooks)]
         let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"))?;
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
         let devices = rdma::Registration::new(tracker)?;
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
+        #[cfg(rpcrdma_rs_test_hooks)]
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
         let settings = Arc::new(settings::SettingsFile, GFP_KERNEL)?;
         let settings_file = debugfs::File::new(c_str!("settings"), &debugfs, settings)?;
@@ -62,6 +69,7 @@ impl Transport {
             _class: class,
             _xprts_file: xprts_file,
             _settings_file: settings_file,
+            #[cfg(rpcrdma_rs_test_hooks)]
             _connect_file: connect_file,
             _devices_file: devices_file,
             _devices: devices,
