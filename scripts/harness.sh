@@ -7,7 +7,7 @@
 #
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
-#                      [--append KERNEL-ARGS] [--cpus N]
+#                      [--append KERNEL-ARGS] [--cpus N] [--without "a.sh ..."]
 #   scripts/harness.sh --judge DIR
 #
 # Writes everything into the run directory (default under the cache):
@@ -31,6 +31,7 @@ out=""
 limit=${HARNESS_TIMEOUT:-1800}
 extra_env=()
 judge=""
+without=""
 # The client guest's vCPUs: with two, QEMU runs them as two host threads
 # (MTTCG), so the transport's completion handlers and senders really run
 # at the same time. The server guest has one; the machine has two cores.
@@ -48,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--append) append=$2; shift 2 ;;
 	--judge) judge=$2; shift 2 ;;
 	--cpus) cpus=$2; shift 2 ;;
+	--without) without=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -68,6 +70,11 @@ if [ -z "$tests" ]; then
 	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
 	tests="$tests nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh"
+	# --without leaves some of the default tests out.
+	for w in $without; do
+		tests=$(tr ' ' '\n' <<<"$tests" | grep -vxF "$w" | tr '\n' ' ')
+	done
+	tests=${tests% }
 fi
 
 # The skips a run accepts, each with its reason; any other skip fails it.

@@ -185,6 +185,13 @@ impl XprtOps for XprtState {
                 Ok(())
             }
             Err(e) => {
+                // sunrpc backs off between attempts (3 s, doubling up to
+                // 5 minutes), which limits how often this is logged.
+                pr_warn!(
+                    "{}: connection attempt failed: {:?}\n",
+                    self.xprt.peer(),
+                    e
+                );
                 self.connect_failed.store(true, Ordering::Relaxed);
                 Err(e)
             }

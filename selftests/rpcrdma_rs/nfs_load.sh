@@ -23,9 +23,9 @@
 #   and the client reads the server's write. Then once more after an
 #   injected disconnect, whose reconnect moves the backchannel to a new
 #   connection.
-# - Failing allocations: 2% of the non-sleeping slab allocations
-#   (failslab), then of the non-sleeping page allocations
-#   (fail_page_alloc), fail for 20 s while verified fio runs on a hard
+# - Failing allocations: 5% of the slab allocations (failslab), then of
+#   the page allocations (fail_page_alloc), made with the transport
+#   module's code on the stack, fail for 20 s while verified fio runs on a hard
 #   NFSv3 mount; I/O errors are allowed then, wrong data is not. Afterwards
 #   the mount must work: a file written before reads back intact, a new
 #   8 MiB file too, and with rpcrdma_rs every MR is back on the free list.
@@ -497,24 +497,46 @@ server_run "rm -rf $deleg_dir"
 
 # --- Failing allocations under verified I/O ---
 
-# fault_on DIR: from now on 2% of the allocations that may not sleep
-# (ignore-gfp-wait: those that may reclaim are spared; the transport's
-# completion and send paths are the ones that may not) fail, in any task
-# or interrupt, silently. The kernel log is marked first: failed page
-# allocations are reported there.
+# module_range: "START END" of the transport module's memory, from
+# /proc/modules (its base address and size), in hex (bash arithmetic is
+# 64-bit two's complement, which printf gives back as the address).
+module_range() {
+	local name size _refs _deps _state base
+	while read -r name size _refs _deps _state base _; do
+		[ "$name" = "$mod" ] || continue
+		[[ $base =~ ^0x[0-9a-f]+$ ]] && ((base != 0)) || return 1
+		printf '0x%x 0x%x\n' "$base" "$((base + size))"
+		return 0
+	done </proc/modules
+	return 1
+}
+
+# fault_on DIR: from now on 5% of the allocations made with the transport
+# module's code on the stack (require-start/require-end: its send path,
+# completion handlers, connection set-up, and what they call into, such
+# as the RDMA driver's posting) fail, silently. Failing allocations
+# everywhere would starve ib_mad's receive queue on the management QP
+# (it refills it with GFP_ATOMIC allocations and stops at the first
+# failure): no RDMA CM connection could be made again, with either
+# transport. The kernel log is marked first: failed page allocations are
+# reported there.
 fault_on() {
-	local d=$1
+	local d=$1 start end
 	[ -d "$d" ] || { tap_diag "no $d"; return 1; }
+	read -r start end < <(module_range)
+	[ -n "$end" ] || { tap_diag "no address range for $mod in /proc/modules"; return 1; }
 	echo 0 >"$d/probability" && echo 1 >"$d/interval" && echo "$FAULT_BUDGET" >"$d/times" &&
 		echo 0 >"$d/space" && echo 0 >"$d/verbose" && echo N >"$d/task-filter" &&
-		echo Y >"$d/ignore-gfp-wait" || return 1
+		echo N >"$d/ignore-gfp-wait" && echo 32 >"$d/stacktrace-depth" &&
+		echo "$start" >"$d/require-start" && echo "$end" >"$d/require-end" &&
+		echo 0 >"$d/reject-start" && echo 0 >"$d/reject-end" || return 1
 	case "$d" in
 	*/failslab) echo N >"$d/cache-filter" || return 1 ;;
-	*/fail_page_alloc) { echo Y >"$d/ignore-gfp-highmem" && echo 0 >"$d/min-order"; } || return 1 ;;
+	*/fail_page_alloc) { echo N >"$d/ignore-gfp-highmem" && echo 0 >"$d/min-order"; } || return 1 ;;
 	esac
 	echo "rpcrdma-rs-selftest: fault injection begins" >/dev/kmsg
 	injecting=$d
-	echo 2 >"$d/probability"
+	echo 5 >"$d/probability"
 }
 
 fault_off() {
