@@ -240,12 +240,12 @@ impl<H: MrHandler> Mr<H> {
             return Err(EBUSY);
         }
         let mut seg = bindings::rpcrdma_rs_mr_seg::default();
-        // SAFETY: The region and its `depth`-entry scatterlist are live
-        // (type invariant), and not mapped: no work request reads the
-        // region's page list (the last mapping was undone only once
-        // unreachable, see `unmap`). `pieces` has `n <= depth` entries,
-        // each a part of one page of a request's buffer (type invariant of
-        // `Piece`); `Piece` is a transparent wrapper of the C piece.
+        // Not mapped: no work request reads the region's page list (the
+        // last mapping was undone only once unreachable, see `unmap`).
+        // `Piece` is a transparent wrapper of the C piece.
+        // SAFETY: The region and its `depth`-entry scatterlist are live (type
+        // invariant) and not mapped; `pieces` has `n <= depth` entries, each
+        // a part of one page of a request's buffer (`Piece`'s invariant).
         to_result(unsafe {
             bindings::rpcrdma_rs_mr_map(
                 self.qp.device().as_raw(),
@@ -370,10 +370,11 @@ impl<H: MrHandler> Mr<H> {
         if !unreachable {
             return Err(m);
         }
+        // The peer can no longer reach the pages, and no work request reads
+        // the region's page list (above).
         // SAFETY: `sg` holds the mapping's `nents` entries, mapped in its
-        // direction (type invariant), for a device `qp` holds registered;
-        // the peer can no longer reach them and no work request reads the
-        // region's page list (above).
+        // direction (type invariant), for a device `qp` holds registered,
+        // and nothing can reach them any more.
         unsafe {
             bindings::rpcrdma_rs_mr_unmap(
                 self.qp.device().as_raw(),

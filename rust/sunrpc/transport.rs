@@ -166,10 +166,10 @@ impl<T: ClassOps> ClassRegistration<T> {
     /// already.
     pub(crate) fn new(class: Arc<T::Class>) -> Result<Self> {
         let class = class.into_foreign();
-        // SAFETY: No precondition. The C glue keeps `class` for
-        // `rpcrdma_rs_op_attach`, which calls `Adapter::<T>::attach` (`T` is
-        // `ClassOps`), until unregistered in `drop`, or forgets it at once
-        // if this fails.
+        // The C glue keeps `class` for `rpcrdma_rs_op_attach`, which calls
+        // `Adapter::<T>::attach` (`T` is `ClassOps`), until unregistered in
+        // `drop`, or forgets it at once if this fails.
+        // SAFETY: No precondition.
         let ret = unsafe { bindings::rpcrdma_rs_xprt_class_register(class.cast_mut()) };
         if let Err(e) = to_result(ret) {
             // SAFETY: From `into_foreign` above, released once; the failed
@@ -187,10 +187,10 @@ impl<T: ClassOps> ClassRegistration<T> {
 
 impl<T: ClassOps> Drop for ClassRegistration<T> {
     fn drop(&mut self) {
-        // SAFETY: Registered (type invariant). Once this returns no setup
-        // holds `class` (the C glue clears it under its class mutex, which
-        // `attach` runs under), and none can start. Instances still alive
-        // hold their state, not `class`.
+        // Once this returns no setup holds `class` (the C glue clears it
+        // under its class mutex, which `attach` runs under), and none can
+        // start. Instances still alive hold their state, not `class`.
+        // SAFETY: Registered (type invariant).
         unsafe { bindings::rpcrdma_rs_xprt_class_unregister() };
         // SAFETY: From `into_foreign` (type invariant), released only here,
         // and the C glue no longer has it.
@@ -242,10 +242,10 @@ impl<T: ClassOps> Adapter<T> {
         let Some(xprt) = (unsafe { Xprt::from_raw(xprt) }) else {
             return core::ptr::null_mut();
         };
-        // SAFETY: `class` came from `into_foreign` of an `Arc<T::Class>`
-        // (the registration's invariant; `T` is the same type, as `ClassOps`
-        // says), and the registration, which holds that reference, lives
-        // for the call.
+        // `T` is the type the registration was made for, as `ClassOps` says.
+        // SAFETY: `class` came from `into_foreign` of an `Arc<T::Class>` (the
+        // registration's invariant), and the registration, which holds that
+        // reference, lives for the call.
         let class = unsafe { <Arc<T::Class> as ForeignOwnable>::borrow(class) };
         match T::attach(class, xprt) {
             Ok(state) => {
