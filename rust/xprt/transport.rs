@@ -187,11 +187,7 @@ impl XprtOps for XprtState {
             Err(e) => {
                 // sunrpc backs off between attempts (3 s, doubling up to
                 // 5 minutes), which limits how often this is logged.
-                pr_warn!(
-                    "{}: connection attempt failed: {:?}\n",
-                    self.xprt.peer(),
-                    e
-                );
+                pr_warn!("{}: connection attempt failed: {:?}\n", self.xprt.peer(), e);
                 self.connect_failed.store(true, Ordering::Relaxed);
                 Err(e)
             }
