@@ -71,11 +71,13 @@ def shape(hdr):
     """A short name for the header's shape, or None if it does not parse."""
     try:
         xid, vers, credits, proc = struct.unpack_from(">IIII", hdr, 0)
-        if vers != 1:
-            return None
         name = PROCS.get(proc, f"proc{proc}")
+        # An RDMA_ERROR may answer a call of another version in that
+        # version (RFC 8166 section 7 keeps its layout in every version).
         if proc == 4:
             return f"{name}-{struct.unpack_from('>I', hdr, 16)[0]}"
+        if vers != 1:
+            return None
         off, parts = 16, []
         reads = 0
         while struct.unpack_from(">I", hdr, off)[0] == 1:

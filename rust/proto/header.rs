@@ -549,6 +549,10 @@ pub enum Body<'a> {
 /// A validated, decoded transport header that borrows the received bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header<'a> {
+    /// `rdma_vers`: 1, except in an RDMA_ERROR with ERR_VERS, which RFC 8166
+    /// section 7 keeps decodable in every version (a responder that does
+    /// not support a requester's version answers in that version).
+    pub vers: u32,
     /// `rdma_xid`, as the number the big-endian word encodes
     /// (`xid.to_be_bytes()` gives back the wire bytes, to compare with the
     /// RPC layer's `rq_xid`).
@@ -679,8 +683,29 @@ pub fn decode<'a>(
     let proc = r.get_u32()?;
 
     // Like the C reply handler: check the version before anything else,
-    // since nothing after it is known to have this layout.
+    // since nothing after it is known to have this layout. Except ERR_VERS:
+    // RFC 8166 section 7 keeps rdma_proc, the ERR_VERS value and the
+    // version range in place in every version, so that a mismatch can be
+    // reported; the Linux server sends it in the requester's version.
     if vers != RPCRDMA_VERSION {
+        if proc == RDMA_ERROR && r.get_u32().ok() == Some(ERR_VERS) {
+            let body = Body::Error(RdmaError::Vers {
+                low: r.get_u32()?,
+                high: r.get_u32()?,
+            });
+            if r.remaining() != 0 {
+                return Err(DecodeError::TrailingBytes);
+            }
+            return Ok((
+                Header {
+                    vers,
+                    xid,
+                    credit,
+                    body,
+                },
+                r.position(),
+            ));
+        }
         return Err(DecodeError::BadVersion(vers));
     }
 
@@ -703,7 +728,15 @@ pub fn decode<'a>(
     if !matches!(body, Body::Msg(_)) && r.remaining() != 0 {
         return Err(DecodeError::TrailingBytes);
     }
-    Ok((Header { xid, credit, body }, r.position()))
+    Ok((
+        Header {
+            vers,
+            xid,
+            credit,
+            body,
+        },
+        r.position(),
+    ))
 }
 
 impl<'a> Header<'a> {
@@ -735,7 +768,7 @@ impl<'a> Header<'a> {
                     c.reply_chunk,
                 )
             }
-            Body::Error(e) => encode_error(out, self.xid, self.credit, *e),
+            Body::Error(e) => encode_error_in(out, self.vers, self.xid, self.credit, *e),
         }
     }
 
@@ -951,8 +984,23 @@ pub fn encode_error(
     credit: u32,
     err: RdmaError,
 ) -> Result<usize, EncodeError> {
+    encode_error_in(out, RPCRDMA_VERSION, xid, credit, err)
+}
+
+/// [`encode_error`] with `rdma_vers` set to `vers` (an ERR_VERS answers in
+/// the requester's version).
+fn encode_error_in(
+    out: &mut [u8],
+    vers: u32,
+    xid: u32,
+    credit: u32,
+    err: RdmaError,
+) -> Result<usize, EncodeError> {
     let mut w = XdrWriter::new(out);
-    encode_fixed(&mut w, xid, credit, RDMA_ERROR)?;
+    w.put_u32(xid)?;
+    w.put_u32(vers)?;
+    w.put_u32(credit)?;
+    w.put_u32(RDMA_ERROR)?;
     match err {
         RdmaError::Vers { low, high } => {
             w.put_u32(ERR_VERS)?;

@@ -292,6 +292,38 @@ fn truncated_everywhere() {
     }
 }
 
+/// RFC 8166 section 7: an ERR_VERS decodes whatever its rdma_vers (the
+/// Linux server answers a version 2 call in version 2), and re-encodes
+/// as it came; any other header of another version is refused.
+#[test]
+fn err_vers_in_any_version() {
+    let mut buf = [0u8; 28];
+    let n = encode_error(
+        &mut buf,
+        0x5253_0002,
+        64,
+        RdmaError::Vers { low: 1, high: 1 },
+    )
+    .unwrap();
+    assert_eq!(n, 28);
+    buf[4..8].copy_from_slice(&2u32.to_be_bytes());
+    let (h, len) = decode(&buf, &P).expect("ERR_VERS in version 2");
+    assert_eq!((h.vers, h.xid, h.credit, len), (2, 0x5253_0002, 64, 28));
+    assert_eq!(h.body, Body::Error(RdmaError::Vers { low: 1, high: 1 }));
+    let mut out = [0u8; 28];
+    assert_eq!(h.encode(&mut out), Ok(28));
+    assert_eq!(out, buf);
+    // One word more is refused, as in version 1.
+    let mut long = [0u8; 32];
+    long[..28].copy_from_slice(&buf);
+    assert_eq!(decode(&long, &P), Err(DecodeError::TrailingBytes));
+    // ERR_CHUNK has no such place: a version 2 one is a bad version.
+    let mut chunk = [0u8; 20];
+    encode_error(&mut chunk, 1, 1, RdmaError::Chunk).unwrap();
+    chunk[4..8].copy_from_slice(&2u32.to_be_bytes());
+    assert_eq!(decode(&chunk, &P), Err(DecodeError::BadVersion(2)));
+}
+
 #[test]
 fn bad_version_and_procs() {
     let mut buf = msg_inline_reply();

@@ -321,6 +321,15 @@ fn reference_decode(buf: &[u8], l: &DecodeLimits) -> Result<(Owned, usize), Deco
     let credit = r.word()?;
     let proc = r.word()?;
     if vers != 1 {
+        // RFC 8166 section 7: ERR_VERS decodes in any version.
+        if proc == 4 && r.word().ok() == Some(1) {
+            let (low, high) = (r.word()?, r.word()?);
+            if r.at != buf.len() {
+                return Err(DecodeError::TrailingBytes);
+            }
+            let err = RdmaError::Vers { low, high };
+            return Ok((Owned::Error { xid, credit, err }, r.at));
+        }
         return Err(DecodeError::BadVersion(vers));
     }
     let o = match proc {
