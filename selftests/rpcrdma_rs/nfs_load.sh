@@ -51,7 +51,7 @@ mod=rpcrdma
 if [ "$TRANSPORT" = rs ]; then ROUNDS=${NFS_LOAD_ROUNDS:-50}; else ROUNDS=${NFS_LOAD_ROUNDS:-10}; fi
 # The rounds stop (and fail) past this, rather than the whole test being
 # killed by the guest's per-test timeout with nothing said.
-ROUNDS_SECONDS=${NFS_LOAD_ROUNDS_SECONDS:-300}
+ROUNDS_SECONDS=${NFS_LOAD_ROUNDS_SECONDS:-480}
 INJECT_SECONDS=${NFS_LOAD_INJECT_SECONDS:-20}
 # The memory regions of one rpcrdma_rs connection (RPCRDMA_RS_MRS).
 POOL=256
