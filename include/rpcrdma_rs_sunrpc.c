@@ -244,6 +244,9 @@ static void rpcrdma_rs_timer(struct rpc_xprt *xprt, struct rpc_task *task)
 	 */
 	rpcrdma_rs_op_buf_free(rs_xprt(xprt)->transport,
 			       be32_to_cpu(rqst->rq_xid));
+	/* A reply delivered meanwhile is used, as xprt_timer would. */
+	if (rqst->rq_reply_bytes_recvd)
+		task->tk_status = 0;
 }
 
 static void rpcrdma_rs_set_port(struct rpc_xprt *xprt, unsigned short port)

@@ -8,9 +8,9 @@
 //! sunrpc lent the transport for one request: the head, page data and
 //! tail of its send or receive `xdr_buf`. The cutters here are unsafe;
 //! `sunrpc::XdrLayout` is their one caller. sunrpc frees those buffers
-//! only after the transport's `buf_free` for the request returns (which
-//! the transport's `timer` also runs, before a timed-out Call is encoded
-//! again), and `buf_free` waits until no region maps them any more.
+//! only after the transport's `buf_free` for the request returns, and
+//! `buf_free` waits until no region maps them any more; `XdrLayout`
+//! documents the one exception (GSS privacy re-encoding a Call).
 
 use crate::bindings;
 use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};

@@ -11,6 +11,7 @@ use crate::{
     proto::{
         chunks::CallPlan,
         header::{self, Body, DecodeLimits, Message, ReplyKind},
+        RPCRDMA_VERSION,
     },
     sunrpc::{PinnedRqst, Rqst, XdrLayout},
 };
@@ -81,7 +82,9 @@ pub(crate) enum Incoming<'a> {
 /// A transport header that answers a Call.
 pub(crate) struct Reply {
     pub(crate) xid: u32,
-    pub(crate) credit: u32,
+    /// The credit grant; none from an ERR_VERS sent in another version
+    /// than 1, whose credit field speaks for that version.
+    pub(crate) credit: Option<u32>,
     body_at: usize,
     kind: Result<ReplyKind, header::ReplyError>,
 }
@@ -106,7 +109,7 @@ pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
     }
     Incoming::Reply(Reply {
         xid,
-        credit: hdr.credit,
+        credit: (hdr.vers == RPCRDMA_VERSION).then_some(hdr.credit),
         body_at,
         kind: hdr.classify_reply(),
     })

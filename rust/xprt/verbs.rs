@@ -315,10 +315,12 @@ impl EpShared {
             // reply.
             return self.repost(rep);
         };
-        let max = self.max_requests.load(Ordering::Relaxed);
-        let granted = Credits::sanitize(reply.credit, max);
-        if self.credits.swap(granted, Ordering::AcqRel) != granted {
-            self.xprt.set_cwnd(granted);
+        if let Some(credit) = reply.credit {
+            let max = self.max_requests.load(Ordering::Relaxed);
+            let granted = Credits::sanitize(credit, max);
+            if self.credits.swap(granted, Ordering::AcqRel) != granted {
+                self.xprt.set_cwnd(granted);
+            }
         }
         if let Some(e) = reply.rdma_error() {
             self.stats.rdma_errors.fetch_add(1, Ordering::Relaxed);
