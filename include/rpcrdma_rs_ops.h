@@ -38,8 +38,8 @@ int rpcrdma_rs_op_send_request(void *transport, struct rpc_rqst *rqst,
 /* Largest backchannel message the connection carries inline. */
 size_t rpcrdma_rs_op_bc_maxpayload(void *transport);
 /*
- * The RPC @xid is being freed, or timed out and is about to be encoded
- * again: invalidate what it registered.  Sleeps.
+ * The RPC @xid is being freed, or GSS privacy is about to free the pages
+ * it encrypted the Call into: invalidate what it registered.  Sleeps.
  */
 void rpcrdma_rs_op_buf_free(void *transport, u32 xid);
 /* Snapshot of the transport's counters. */

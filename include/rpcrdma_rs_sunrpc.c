@@ -167,6 +167,42 @@ void rpcrdma_rs_put_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
 	spin_unlock(&xprt->transport_lock);
 }
 
+/*
+ * GSS privacy encrypts a Call into pages of its own and frees them
+ * through rq_release_snd_buf when it encodes the Call again
+ * (alloc_enc_pages: after a timeout, or a close that woke the task before
+ * its drain) or releases the request.  A Long Call may have registered
+ * those pages for the server to read, so the transport's release of the
+ * RPC runs first: it returns only once the server can no longer reach the
+ * RPC's memory.  Every request's function is the same one (auth_gss's
+ * priv_release_snd_buf), kept here the first time it is seen.
+ */
+static void (*rpcrdma_rs_gss_release_snd_buf)(struct rpc_rqst *);
+
+static void rpcrdma_rs_release_snd_buf(struct rpc_rqst *rqst)
+{
+	void (*release)(struct rpc_rqst *) =
+		READ_ONCE(rpcrdma_rs_gss_release_snd_buf);
+
+	rpcrdma_rs_op_buf_free(rs_xprt(rqst->rq_xprt)->transport,
+			       be32_to_cpu(rqst->rq_xid));
+	rqst->rq_release_snd_buf = NULL;
+	release(rqst);
+}
+
+static void rpcrdma_rs_hook_release_snd_buf(struct rpc_rqst *rqst)
+{
+	void (*release)(struct rpc_rqst *) = rqst->rq_release_snd_buf;
+
+	if (!release || release == rpcrdma_rs_release_snd_buf)
+		return;
+	cmpxchg(&rpcrdma_rs_gss_release_snd_buf, NULL, release);
+	if (release == READ_ONCE(rpcrdma_rs_gss_release_snd_buf))
+		rqst->rq_release_snd_buf = rpcrdma_rs_release_snd_buf;
+	else
+		pr_warn_once("rpcrdma_rs: an unknown rq_release_snd_buf is left unwrapped\n");
+}
+
 static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 {
 	struct rpc_xprt *xprt = rqst->rq_xprt;
@@ -186,6 +222,7 @@ static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 	 */
 	if (rqst->rq_connect_cookie == xprt->connect_cookie)
 		goto drop_connection;
+	rpcrdma_rs_hook_release_snd_buf(rqst);
 	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, rqst, false);
 	if (rc)
 		rpcrdma_rs_put_cong(xprt, rqst);
@@ -231,22 +268,8 @@ static void rpcrdma_rs_buf_free(struct rpc_task *task)
 
 static void rpcrdma_rs_timer(struct rpc_xprt *xprt, struct rpc_task *task)
 {
-	struct rpc_rqst *rqst = task->tk_rqstp;
-
 	/* RDMA has no keepalive: a timeout probes the path by reconnecting. */
 	xprt_force_disconnect(xprt);
-	/*
-	 * The task goes on to encode its Call again (call_status, then
-	 * call_encode) before that close has run, and a GSS privacy flavour
-	 * frees the pages it encrypted into on the way (priv_release_snd_buf):
-	 * what the server could reach through this RPC's registrations must
-	 * be out of its reach first.  Task context: may sleep, as buf_free.
-	 */
-	rpcrdma_rs_op_buf_free(rs_xprt(xprt)->transport,
-			       be32_to_cpu(rqst->rq_xid));
-	/* A reply delivered meanwhile is used, as xprt_timer would. */
-	if (rqst->rq_reply_bytes_recvd)
-		task->tk_status = 0;
 }
 
 static void rpcrdma_rs_set_port(struct rpc_xprt *xprt, unsigned short port)

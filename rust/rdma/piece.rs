@@ -9,8 +9,8 @@
 //! tail of its send or receive `xdr_buf`. The cutters here are unsafe;
 //! `sunrpc::XdrLayout` is their one caller. sunrpc frees those buffers
 //! only after the transport's `buf_free` for the request returns, and
-//! `buf_free` waits until no region maps them any more; `XdrLayout`
-//! documents the one exception (GSS privacy re-encoding a Call).
+//! `buf_free` waits until no region maps them any more (`XdrLayout` says
+//! how GSS privacy's re-encoding is held to this too).
 
 use crate::bindings;
 use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};

@@ -222,11 +222,9 @@ impl<'a> Rqst<'a> {
 ///
 /// `raw` describes a buffer of a request that sunrpc holds for `'a`; its
 /// memory stays allocated until the transport's `buf_free` for the
-/// request returns, with one exception: a GSS privacy flavour frees the
-/// pages it encrypted a Call into when it encodes the Call again. After a
-/// timeout the C glue's `timer` runs `buf_free` first; a task woken by
-/// a connection close (`-ENOTCONN`) before the drain re-encodes without
-/// either (the C transport has the same window).
+/// request returns. (GSS privacy frees the pages it encrypted a Call into
+/// when it encodes the Call again, through `rq_release_snd_buf`; the C
+/// glue wraps that to run `buf_free` first.)
 pub(crate) struct XdrLayout<'a> {
     raw: bindings::rpcrdma_rs_xdr_layout,
     _rqst: core::marker::PhantomData<&'a ()>,

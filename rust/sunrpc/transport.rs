@@ -66,10 +66,10 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
     /// `ENOTCONN`: the connection is gone, the C glue closes it.
     fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result;
 
-    /// RPC `xid`'s memory is about to be freed (`buf_free`), or rewritten
-    /// (it timed out, `timer`, and a GSS privacy flavour re-encrypts into
-    /// new pages, freeing the old): return only when the server can no
-    /// longer reach it. Sleeps.
+    /// RPC `xid`'s memory is about to be freed (`buf_free`, or GSS privacy
+    /// about to free the pages it encrypted the Call into, through the
+    /// request's `rq_release_snd_buf`, which the C glue wraps): return only
+    /// when the server can no longer reach it. Sleeps.
     fn buf_free(&self, _xid: u32) {}
 
     /// Largest backchannel message the connection carries (`bc_maxpayload`).
