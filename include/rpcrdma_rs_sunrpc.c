@@ -174,8 +174,8 @@ void rpcrdma_rs_put_cong(struct rpc_xprt *xprt, struct rpc_rqst *rqst)
  * its drain) or releases the request.  A Long Call may have registered
  * those pages for the server to read, so the transport's release of the
  * RPC runs first: it returns only once the server can no longer reach the
- * RPC's memory.  Every request's function is the same one (auth_gss's
- * priv_release_snd_buf), kept here the first time it is seen.
+ * RPC's memory.  In 6.12 every request's function is the same one
+ * (auth_gss's priv_release_snd_buf).
  */
 static void (*rpcrdma_rs_gss_release_snd_buf)(struct rpc_rqst *);
 
@@ -190,17 +190,19 @@ static void rpcrdma_rs_release_snd_buf(struct rpc_rqst *rqst)
 	release(rqst);
 }
 
+/*
+ * The latest function seen is kept: auth_rpcgss cannot be unloaded while a
+ * request it encrypted exists, so after a reload every wrapped request
+ * has the new module's function.
+ */
 static void rpcrdma_rs_hook_release_snd_buf(struct rpc_rqst *rqst)
 {
 	void (*release)(struct rpc_rqst *) = rqst->rq_release_snd_buf;
 
 	if (!release || release == rpcrdma_rs_release_snd_buf)
 		return;
-	cmpxchg(&rpcrdma_rs_gss_release_snd_buf, NULL, release);
-	if (release == READ_ONCE(rpcrdma_rs_gss_release_snd_buf))
-		rqst->rq_release_snd_buf = rpcrdma_rs_release_snd_buf;
-	else
-		pr_warn_once("rpcrdma_rs: an unknown rq_release_snd_buf is left unwrapped\n");
+	WRITE_ONCE(rpcrdma_rs_gss_release_snd_buf, release);
+	rqst->rq_release_snd_buf = rpcrdma_rs_release_snd_buf;
 }
 
 static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
