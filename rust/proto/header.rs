@@ -687,25 +687,8 @@ pub fn decode<'a>(
     // RFC 8166 section 7 keeps rdma_proc, the ERR_VERS value and the
     // version range in place in every version, so that a mismatch can be
     // reported; the Linux server sends it in the requester's version.
-    if vers != RPCRDMA_VERSION {
-        if proc == RDMA_ERROR && r.get_u32().ok() == Some(ERR_VERS) {
-            let body = Body::Error(RdmaError::Vers {
-                low: r.get_u32()?,
-                high: r.get_u32()?,
-            });
-            if r.remaining() != 0 {
-                return Err(DecodeError::TrailingBytes);
-            }
-            return Ok((
-                Header {
-                    vers,
-                    xid,
-                    credit,
-                    body,
-                },
-                r.position(),
-            ));
-        }
+    let err_vers = proc == RDMA_ERROR && r.clone().get_u32().ok() == Some(ERR_VERS);
+    if vers != RPCRDMA_VERSION && !err_vers {
         return Err(DecodeError::BadVersion(vers));
     }
 
