@@ -104,7 +104,15 @@ server_read_every_segment() {
 	tap_diag "server RDMA Reads $((reads1 - server_reads0)) = client Read segments $segs?"
 	[ -n "$server_reads0" ] && [ "$((reads1 - server_reads0))" = "$segs" ]
 }
-tap_check "the server pulled each Read segment once (rdma_stat_read)" server_read_every_segment
+# The C client counts a segment when it encodes it, again when marshalling
+# is retried (out of MRs, say): its count can exceed what it sent.
+# rpcrdma_rs counts only what it posted.
+if [ "$TRANSPORT" = rs ]; then
+	tap_check "the server pulled each Read segment once (rdma_stat_read)" server_read_every_segment
+else
+	tap_skip "the server pulled each Read segment once (rdma_stat_read)" \
+		"the C client's read_chunk_count counts retried marshalling too"
+fi
 # Each registered segment (one memory region each) is invalidated exactly
 # once, by the server or by a LOCAL_INV; the pool is allocated once per
 # connection.
