@@ -446,8 +446,11 @@ fn captured_fields_match_tshark() {
         let file = Path::new(base).file_name().unwrap().to_string_lossy();
         let captured = file.starts_with("linux-") || file.starts_with("rs-");
         let Ok(text) = std::fs::read_to_string(format!("{base}.tshark")) else {
+            // tshark dissects version 1 only; an ERR_VERS answering a
+            // version 2 call has none.
+            let other_version = bytes.get(4..8) != Some(&[0, 0, 0, 1][..]);
             assert!(
-                !captured,
+                !captured || other_version,
                 "{name}: captured, but no {base}.tshark beside it"
             );
             continue;
