@@ -145,6 +145,13 @@ injected_failures() {
 		on && /page allocation failure/' "$@" 2>/dev/null || true
 }
 
+# drop_problems ROLE FILE: takes the lines of FILE out of ROLE's list of
+# kernel problems.
+drop_problems() {
+	grep -vxF -f "$2" "$out/$1-kernel-problems.txt" >"$out/$1-problems.tmp" || true
+	mv "$out/$1-problems.tmp" "$out/$1-kernel-problems.txt"
+}
+
 # unexplained_leaks TRACE FILE: prints the kmemleak objects in FILE whose
 # backtrace has no line matching TRACE.
 unexplained_leaks() {
@@ -303,8 +310,7 @@ for role in server client; do
 	injected_failures "$out/$role-dmesg.txt" "$out/$role-console.log" | sort -u >"$out/$role-injected.tmp"
 	if [ -s "$out/$role-injected.tmp" ]; then
 		defects+=("$role: $(wc -l <"$out/$role-injected.tmp") page allocation failures reported while a test injected them")
-		grep -vxF -f "$out/$role-injected.tmp" "$out/$role-kernel-problems.txt" >"$out/$role-problems.tmp" || true
-		mv "$out/$role-problems.tmp" "$out/$role-kernel-problems.txt"
+		drop_problems "$role" "$out/$role-injected.tmp"
 	fi
 	rm -f "$out/$role-injected.tmp"
 	# The server's known defects (known_server_defects) leave the list.
@@ -317,8 +323,7 @@ for role in server client; do
 			[ -s "$out/$role-accepted.tmp" ] || continue
 			warn_accepted=1
 			while IFS= read -r line; do defects+=("server: $line (${kd_reason[$i]})"); done <"$out/$role-accepted.tmp"
-			grep -vxF -f "$out/$role-accepted.tmp" "$out/$role-kernel-problems.txt" >"$out/$role-problems.tmp" || true
-			mv "$out/$role-problems.tmp" "$out/$role-kernel-problems.txt"
+			drop_problems "$role" "$out/$role-accepted.tmp"
 		done
 		rm -f "$out/$role-accepted.tmp"
 	fi

@@ -181,8 +181,16 @@ rdma_mount_carrier_ok() {
 
 # The "xprt:" line of the NFS mount at MNT in /proc/self/mountstats.
 mount_xprt_line() {
+	local lines
+	lines=$(mount_xprt_lines "$1")
+	[ -z "$lines" ] || printf '%s\n' "${lines%%$'\n'*}"
+}
+
+# mount_xprt_lines MNT: every "xprt:" line of the NFS mount at MNT, one
+# per transport (nconnect).
+mount_xprt_lines() {
 	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "xprt:" { print; exit }' /proc/self/mountstats
+		found && $1 == "xprt:" { print }' /proc/self/mountstats
 }
 
 # mount_uses MNT XPRT: the mount at MNT runs over transport XPRT.

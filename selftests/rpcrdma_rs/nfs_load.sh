@@ -145,12 +145,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
-# All the "xprt:" lines of the NFS mount at MNT, one per transport.
-mount_xprt_lines() {
-	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "xprt:" { print }' /proc/self/mountstats
-}
-
 # rs_transports: "N C F" for rpcrdma_rs's transports to the server: how
 # many the xprts report lists, how many are connected, and how many have
 # all POOL MRs on their free list (the report has them only when connected).
