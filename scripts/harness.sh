@@ -439,6 +439,10 @@ for t in $tests; do
 	# (A TAP file without a single case must not stop the report here.)
 	sed "s|^|  [$transport/$rdma] $t: |" "$out/tap/$t.tap" | grep -E '(not )?ok |# ' >&2 || true
 done
+# Where the run's time went (older runs recorded no seconds).
+times=$(awk '$2 == "exit" && $4 != "" { printf "%s%s %ss", sep, $1, $4; sep = ", " }' \
+	"$out/tap/status" 2>/dev/null || true)
+[ -z "$times" ] || log "$transport/$rdma test times: $times"
 for s in "${accepted[@]}"; do log "accepted skip (known_skips): $s"; done
 for d in "${defects[@]}"; do log "accepted: $d"; done
 for p in "${problems[@]}"; do log "PROBLEM: $p"; done

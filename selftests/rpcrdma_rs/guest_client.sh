@@ -27,8 +27,10 @@ mkdir -p "$RUN_DIR/tap"
 for t in $TESTS; do
 	set +x
 	echo "=== $t"
+	start=$SECONDS
 	timeout "${TEST_TIMEOUT:-600}" bash "$SELFTEST_DIR/$t" "$RUN_DIR" >"$RUN_DIR/tap/$t.tap" 2>"$RUN_DIR/tap/$t.err"
-	echo "$t exit $?" >>"$RUN_DIR/tap/status"
+	# The seconds each test took, for the run's time budget.
+	echo "$t exit $? $((SECONDS - start))" >>"$RUN_DIR/tap/status"
 	# The kernel's rpcrdma must never load in an rpcrdma_rs run; the
 	# harness fails the run, naming the tests after which it was loaded.
 	if [ "$TRANSPORT" = rs ] && [ -e /sys/module/rpcrdma ]; then
