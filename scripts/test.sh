@@ -6,6 +6,9 @@
 # kernel's C transport (the reference) and with rpcrdma_rs, each over
 # Soft-RoCE and Soft-iWARP.
 # Ends with "N passed, N failed".
+#
+#   scripts/test.sh [--full]
+#   scripts/test.sh --soak MINUTES [--transport c|rs] [--rdma rxe|siw]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
@@ -16,12 +19,35 @@ cd "$RPCRDMA_RS_TOP"
 # one-vCPU client and leave nfs_load.sh out, and over siw nfs_teardown.sh
 # too (where the C client hangs in one case of it anyway). See
 # Documentation/testing.rst.
-full=0
-case "${1:-}" in
---full) full=1 ;;
-"") ;;
-*) die "usage: $0 [--full]" ;;
-esac
+# --soak MINUTES: nothing of the above; one guest pair (rpcrdma_rs over
+# rxe unless --transport or --rdma say otherwise) runs nfs_soak.sh for
+# MINUTES.
+usage="usage: $0 [--full] | --soak MINUTES [--transport c|rs] [--rdma rxe|siw]"
+full=0 soak="" soak_transport="" soak_rdma=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--full) full=1; shift ;;
+	--soak | --transport | --rdma)
+		[ $# -ge 2 ] || die "$usage"
+		case "$1" in
+		--soak) soak=$2 ;;
+		--transport) soak_transport=$2 ;;
+		--rdma) soak_rdma=$2 ;;
+		esac
+		shift 2
+		;;
+	*) die "$usage" ;;
+	esac
+done
+if [ -n "$soak" ]; then
+	[[ $soak =~ ^[1-9][0-9]*$ ]] || die "--soak takes a whole number of minutes"
+	[ "$full" = 0 ] || die "$usage"
+	soak_transport=${soak_transport:-rs} soak_rdma=${soak_rdma:-rxe}
+	case "$soak_transport" in c | rs) ;; *) die "--transport is c or rs" ;; esac
+	case "$soak_rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
+elif [ -n "$soak_transport$soak_rdma" ]; then
+	die "--transport and --rdma choose the soak's guest pair: $usage"
+fi
 
 scripts/setup.sh
 scripts/build-kernel.sh >/dev/null
@@ -32,6 +58,35 @@ add_counts() { # FILE with passed=/failed=/skipped= lines
 	eval "$(grep -E '^(passed|failed|skipped)=[0-9]+$' "$1" | sed 's/^passed/p/;s/^failed/f/;s/^skipped/s/')"
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
+
+# BREAK_DATA_CHECK=1 scripts/test.sh: every data check's expectation is
+# wrong, and every run must fail.
+harness_args=()
+[ -n "${BREAK_DATA_CHECK:-}" ] && harness_args+=(--env "BREAK_DATA_CHECK=$BREAK_DATA_CHECK")
+
+if [ -n "$soak" ]; then
+	scripts/build-module.sh
+	out=$RPCRDMA_RS_CACHE/runs/soak-$(date +%Y%m%d-%H%M%S)/$soak_transport-$soak_rdma
+	# The test's limit: its minutes, the round that starts just before
+	# they are up, and the final mounts and kmemleak scan. The guests'
+	# limit adds their boot, and the unload and leak scans after the test.
+	test_timeout=$((soak * 60 + 1200))
+	limit=$((test_timeout + 1200))
+	log "soak: nfs_soak.sh for $soak minutes, $soak_transport over $soak_rdma" \
+		"(test limit $test_timeout s, guests $limit s); progress in $out/tap/nfs_soak.sh.tap"
+	scripts/harness.sh --transport "$soak_transport" --rdma "$soak_rdma" --tests nfs_soak.sh \
+		--out "$out" --timeout "$limit" --env "SOAK_MINUTES=$soak" --env "TEST_TIMEOUT=$test_timeout" \
+		"${harness_args[@]}" || true
+	grep '^# soak:' "$out/tap/nfs_soak.sh.tap" 2>/dev/null || true
+	if [ -f "$out/summary" ]; then
+		add_counts "$out/summary"
+	else
+		failed=$((failed + 1))
+	fi
+	log "results: $out (TAP: tap/nfs_soak.sh.tap; each round: nfs_soak/round-N/)"
+	echo "$passed passed, $failed failed, $skipped skipped"
+	exit "$((failed > 0))"
+fi
 
 results=$RPCRDMA_RS_CACHE/runs/test-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
@@ -107,11 +162,6 @@ else
 	echo "not ok - harness self-test (status $canary_status; see $results/harness-self-test)"
 	failed=$((failed + 1))
 fi
-
-# BREAK_DATA_CHECK=1 scripts/test.sh: every data check's expectation is
-# wrong, and every run must fail.
-harness_args=()
-[ -n "${BREAK_DATA_CHECK:-}" ] && harness_args+=(--env "BREAK_DATA_CHECK=$BREAK_DATA_CHECK")
 
 for run in ${HARNESS_RUNS:-c:rxe c:siw rs:rxe rs:siw}; do
 	IFS=: read -r t r <<<"$run"
