@@ -182,7 +182,10 @@ impl Peer {
             )
         }
         .map_or_else(|| "?".into(), |a| a.to_string());
-        event!("connect-request peer={peer} private_data={}", hex(pd));
+        event!(
+            "connect-request peer={peer} private_data={} initiator_depth={init} responder_resources={resp}",
+            hex(pd)
+        );
         let client = private_data::find(pd).map(|(_, p)| p);
         match &client {
             Some(c) => event!(
@@ -199,8 +202,8 @@ impl Peer {
             private_data: &ours,
             recv_size,
             send_size: limits.send_limit.max(limits.client_recv) + 8192,
-            client_responder_resources: resp,
-            client_initiator_depth: init,
+            initiator_depth: init,
+            responder_resources: resp,
         };
         // SAFETY: a fresh id from CONNECT_REQUEST.
         match unsafe { Conn::accept(id, &accept) } {

@@ -201,9 +201,12 @@ pub struct Accept<'a> {
     pub recv_size: usize,
     /// Size of each Send buffer.
     pub send_size: usize,
-    /// The client's responder_resources and initiator_depth.
-    pub client_responder_resources: u8,
-    pub client_initiator_depth: u8,
+    /// The CONNECT_REQUEST's values, which the connection manager gives
+    /// from our side: the RDMA Reads we may have outstanding (the
+    /// client's responder resources) and those the client will have
+    /// outstanding to us (its initiator depth).
+    pub initiator_depth: u8,
+    pub responder_resources: u8,
 }
 
 /// A received message, copied out of its Receive buffer.
@@ -355,9 +358,11 @@ impl Conn {
                 c.post_recv(i)?;
             }
             c.arm();
-            let initiator_depth = u32::from(a.client_responder_resources)
+            // As the Linux server does (`sc_ord`): our RDMA Reads pull the
+            // Read chunks.
+            let initiator_depth = u32::from(a.initiator_depth)
                 .min(u32::try_from(attr.max_qp_init_rd_atom).unwrap_or(0));
-            let responder_resources = u32::from(a.client_initiator_depth)
+            let responder_resources = u32::from(a.responder_resources)
                 .min(u32::try_from(attr.max_qp_rd_atom).unwrap_or(0));
             let mut p: rdma_conn_param = std::mem::zeroed();
             if !a.private_data.is_empty() {
