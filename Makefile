@@ -36,7 +36,8 @@ clippy:
 
 # Checks formatting with the kernel's rustfmt settings.
 rustfmtcheck:
-	find rust -name '*.rs' -not -path 'rust/host/*target/*' -not -name generated.rs | \
+	find rust -name '*.rs' -not -path 'rust/host/*target/*' -not -path 'rust/peer/target/*' \
+		-not -name generated.rs | \
 		xargs rustfmt --check --config-path $(KDIR)/.rustfmt.toml
 
 kernel:
@@ -44,6 +45,10 @@ kernel:
 
 host-test:
 	cd rust/host && cargo test
+	cd rust/peer && cargo test --offline
+
+peer:
+	bash -c '. scripts/lib.sh && build_peer'
 
 test:
 	scripts/test.sh
@@ -54,4 +59,4 @@ demo:
 bench:
 	scripts/bench.sh
 
-.PHONY: all modules clean clippy rustfmtcheck kernel host-test test demo bench
+.PHONY: all modules clean clippy rustfmtcheck kernel host-test peer test demo bench

@@ -69,7 +69,7 @@ case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
 if [ -z "$tests" ]; then
 	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
-	tests="$tests nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh"
+	tests="$tests nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh hostile_peer.sh"
 	# --without leaves some of the default tests out.
 	for w in $without; do
 		tests=$(tr ' ' '\n' <<<"$tests" | grep -vxF "$w" | tr '\n' ' ')
@@ -226,6 +226,8 @@ kdir=$(kernel_dir)
 [ -f "$kdir/.rpcrdma-rs-complete" ] || die "no test kernel (scripts/build-kernel.sh)"
 module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
 [ "$transport" = c ] || [ -f "$module" ] || die "no $module (make)"
+# hostile_peer.sh runs rust/peer's server in the server guest.
+case " $tests " in *" hostile_peer.sh "*) build_peer || die "building rust/peer failed" ;; esac
 
 # The run directory is shared read-write with both guests; it must not be
 # under /tmp, which the guests mount afresh.

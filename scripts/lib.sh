@@ -29,6 +29,14 @@ KERNEL_SOURCE_TARBALL=${KERNEL_SOURCE_TARBALL:-/usr/src/linux-source-6.12.tar.xz
 KERNEL_CONFIG_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config
 
 log() { printf '[rpcrdma-rs] %s\n' "$*" >&2; }
+
+# The hostile server hostile_peer.sh runs in the server guest, which shares
+# this machine's root: rust/peer/target/release/rpcrdma-peer. Its crates
+# come from the local registry cache when they are there.
+build_peer() {
+	(cd "$RPCRDMA_RS_TOP/rust/peer" &&
+		{ cargo build -q --release --offline -j 2 2>/dev/null || cargo build -q --release -j 2; })
+}
 die() { printf '[rpcrdma-rs] error: %s\n' "$*" >&2; exit 1; }
 
 # The cache key of the test kernel: everything the build depends on.

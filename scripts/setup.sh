@@ -18,6 +18,9 @@ DEBIAN_PACKAGES=(
 	qemu-system-x86 busybox-static udev iproute2 rdma-core ibverbs-utils
 	perftest nfs-kernel-server nfs-common rpcbind fio tcpdump tshark
 	procps psmisc
+	# rust/peer, the hostile RPC-over-RDMA server (hostile_peer.sh): its
+	# bindings are generated from these headers
+	libibverbs-dev librdmacm-dev
 	# a Kerberos realm in the guests (nfs_krb5.sh): krb5kdc, kdb5_util and
 	# kadmin.local, kinit and klist
 	krb5-kdc krb5-admin-server krb5-user

@@ -111,11 +111,16 @@ lint kernel-clippy-test-hooks make -s KDIR="$kdir" RPCRDMA_RS_TEST_HOOKS=y clipp
 lint kernel-rustfmt make -s KDIR="$kdir" rustfmtcheck
 lint host-clippy bash -c 'cd rust/host && cargo clippy -q --all-targets -- -D warnings'
 lint host-rustfmt bash -c 'cd rust/host && cargo fmt --check'
+lint peer-clippy bash -c 'cd rust/peer && cargo clippy -q --all-targets -- -D warnings'
+lint peer-rustfmt bash -c 'cd rust/peer && cargo fmt --check'
 lint shell-syntax bash -c 'for f in scripts/*.sh selftests/rpcrdma_rs/*.sh .ci/run; do bash -n "$f" || exit 1; done'
 scripts/build-module.sh
+log "building the hostile server for the guests (rust/peer)"
+build_peer
 
-log "host tests (cargo test in rust/host)"
+log "host tests (cargo test in rust/host and rust/peer)"
 if (cd rust/host && cargo test 2>&1) | tee "$results/host.log"; then :; fi
+if (cd rust/peer && cargo test 2>&1) | tee -a "$results/host.log"; then :; fi
 # Sum cargo's "test result:" lines; no such line at all is a failure.
 awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
 	/^error(\[|:)/ { e++ }

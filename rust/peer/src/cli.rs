@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Command line: where to listen, what private data to send, and which
+//! fault to inject when.
+
+use std::net::SocketAddr;
+
+pub const USAGE: &str = "\
+usage: rpcrdma-peer --listen ADDR:PORT [options]
+
+A userspace RPC-over-RDMA version 1 responder serving NFSv3 from a tiny
+in-memory directory, which misbehaves on purpose when told to.
+
+Options:
+  --listen ADDR:PORT      address to listen on (e.g. 0.0.0.0:20050, [::]:20050)
+  --private-data MODE     RFC 8797 private data sent with the accept:
+                            ok (default), none, bad-magic, version-2,
+                            sizes-0, sizes-max, rinv-off
+  --inline BYTES          Send and Receive sizes advertised (default 4096)
+  --credits N             credit grant in every reply (default 32)
+  --no-send-inv           never answer with Send With Invalidate
+  --fault NAME            misbehave (see below) on the chosen calls
+  --on PROC               calls that count for --fault: an NFSv3 procedure
+                          (null, getattr, setattr, lookup, access, read,
+                          write, create, remove, readdir, readdirplus,
+                          fsstat, fsinfo, pathconf, commit) or any
+                          (default read)
+  --after N               the fault fires on the Nth such call (default 1)
+  --times N               ... and on the N-1 such calls after it; 0 means
+                          on every one from the Nth (default 1)
+  --frwr-delay-ms MS      wait before touching stale rkeys (default 1500)
+  --lifetime SECONDS      exit by itself after this long (default: never)
+  -h, --help              this text
+
+Faults:
+  short-header            a 12-byte transport header
+  truncated-header        an RDMA_MSG header cut inside its chunk lists
+  bad-version             rdma_vers 2
+  bad-proc                an undefined rdma_proc (5)
+  err-vers                RDMA_ERROR ERR_VERS (versions 2..2)
+  err-chunk               RDMA_ERROR ERR_CHUNK
+  credits-zero            a grant of 0 credits
+  credits-max             a grant of 2^32-1 credits
+  wrong-xid               the reply carries another XID
+  duplicate-reply         the reply is sent twice
+  reply-too-long          an inline reply 4 KiB longer than the client's
+                          Receive buffers
+  write-chunk-overflow    the Write chunk claims 4 KiB more than offered
+  reply-chunk-overflow    the Reply chunk claims 4 KiB more than offered
+  nomsg-no-reply-chunk    RDMA_NOMSG without a Reply chunk
+  disconnect-mid-reply    RDMA Writes of the reply, then a disconnect
+                          instead of the Send
+  silence                 no reply at all
+  frwr-write-after-reply  after a reply, RDMA Write to the Write chunk's
+                          rkeys (use with --on read)
+  frwr-read-after-reply   after a reply, RDMA Read from the Read chunk's
+                          rkeys (use with --on write)
+
+Output: one line per event on stdout, words of the form key=value after
+the event's name (listening, connect-request, client-private-data,
+accepted, connected, call, fault-fired, frwr-after-reply, completion,
+disconnected, exit).
+
+Exit status: 0 after SIGINT, SIGTERM or --lifetime; 1 when the RDMA
+set-up fails; 2 for a usage error.
+";
+
+/// The private data sent when accepting a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrivateDataMode {
+    /// A valid RFC 8797 message: our sizes, the R bit set.
+    Ok,
+    /// No private data at all.
+    None,
+    /// Eight octets whose Format Identifier is wrong.
+    BadMagic,
+    /// A valid message but for its version, 2.
+    Version2,
+    /// Both Size fields 0: 1 KiB each way.
+    Sizes0,
+    /// Both Size fields 255: 256 KiB each way.
+    SizesMax,
+    /// A valid message with the R bit clear.
+    RinvOff,
+}
+
+impl PrivateDataMode {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "ok" => Self::Ok,
+            "none" => Self::None,
+            "bad-magic" => Self::BadMagic,
+            "version-2" => Self::Version2,
+            "sizes-0" => Self::Sizes0,
+            "sizes-max" => Self::SizesMax,
+            "rinv-off" => Self::RinvOff,
+            _ => return None,
+        })
+    }
+}
+
+/// The misbehaviours, each documented in [`USAGE`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    ShortHeader,
+    TruncatedHeader,
+    BadVersion,
+    BadProc,
+    ErrVers,
+    ErrChunk,
+    CreditsZero,
+    CreditsMax,
+    WrongXid,
+    DuplicateReply,
+    ReplyTooLong,
+    WriteChunkOverflow,
+    ReplyChunkOverflow,
+    NomsgNoReplyChunk,
+    DisconnectMidReply,
+    Silence,
+    FrwrWriteAfterReply,
+    FrwrReadAfterReply,
+}
+
+const FAULTS: &[(&str, Fault)] = &[
+    ("short-header", Fault::ShortHeader),
+    ("truncated-header", Fault::TruncatedHeader),
+    ("bad-version", Fault::BadVersion),
+    ("bad-proc", Fault::BadProc),
+    ("err-vers", Fault::ErrVers),
+    ("err-chunk", Fault::ErrChunk),
+    ("credits-zero", Fault::CreditsZero),
+    ("credits-max", Fault::CreditsMax),
+    ("wrong-xid", Fault::WrongXid),
+    ("duplicate-reply", Fault::DuplicateReply),
+    ("reply-too-long", Fault::ReplyTooLong),
+    ("write-chunk-overflow", Fault::WriteChunkOverflow),
+    ("reply-chunk-overflow", Fault::ReplyChunkOverflow),
+    ("nomsg-no-reply-chunk", Fault::NomsgNoReplyChunk),
+    ("disconnect-mid-reply", Fault::DisconnectMidReply),
+    ("silence", Fault::Silence),
+    ("frwr-write-after-reply", Fault::FrwrWriteAfterReply),
+    ("frwr-read-after-reply", Fault::FrwrReadAfterReply),
+];
+
+impl Fault {
+    pub fn parse(s: &str) -> Option<Self> {
+        FAULTS.iter().find(|(n, _)| *n == s).map(|(_, f)| *f)
+    }
+
+    pub fn name(self) -> &'static str {
+        FAULTS
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+/// Everything the command line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub listen: SocketAddr,
+    pub private_data: PrivateDataMode,
+    pub inline: u32,
+    pub credits: u32,
+    pub send_inv: bool,
+    pub fault: Option<Fault>,
+    /// NFSv3 procedure number the fault counts, or `None` for any call.
+    pub on: Option<u32>,
+    pub after: u64,
+    pub times: u64,
+    pub frwr_delay_ms: u64,
+    pub lifetime: Option<u64>,
+}
+
+/// What parsing produced: options to run with, or a request for help.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Parsed {
+    Run(Options),
+    Help,
+}
+
+fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("{flag}: '{v}' is not a valid number"))
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> {
+    let mut listen = None;
+    let mut o = Options {
+        listen: SocketAddr::from(([0, 0, 0, 0], 20050)),
+        private_data: PrivateDataMode::Ok,
+        inline: 4096,
+        credits: 32,
+        send_inv: true,
+        fault: None,
+        on: Some(crate::nfs::proc::READ),
+        after: 1,
+        times: 1,
+        frwr_delay_ms: 1500,
+        lifetime: None,
+    };
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        if flag == "-h" || flag == "--help" {
+            return Ok(Parsed::Help);
+        }
+        if flag == "--no-send-inv" {
+            o.send_inv = false;
+            continue;
+        }
+        const WITH_VALUE: &[&str] = &[
+            "--listen",
+            "--private-data",
+            "--inline",
+            "--credits",
+            "--fault",
+            "--on",
+            "--after",
+            "--times",
+            "--frwr-delay-ms",
+            "--lifetime",
+        ];
+        if !WITH_VALUE.contains(&flag.as_str()) {
+            return Err(format!("unknown option {flag}"));
+        }
+        let v = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--listen" => {
+                listen = Some(
+                    v.parse::<SocketAddr>()
+                        .map_err(|_| format!("--listen: '{v}' is not ADDR:PORT"))?,
+                )
+            }
+            "--private-data" => {
+                o.private_data = PrivateDataMode::parse(&v)
+                    .ok_or_else(|| format!("--private-data: unknown mode '{v}'"))?
+            }
+            "--inline" => {
+                o.inline = number(&flag, &v)?;
+                if !(1024..=256 * 1024).contains(&o.inline) {
+                    return Err("--inline: between 1024 and 262144".into());
+                }
+            }
+            "--credits" => o.credits = number(&flag, &v)?,
+            "--fault" => {
+                o.fault = Some(Fault::parse(&v).ok_or_else(|| format!("--fault: unknown '{v}'"))?)
+            }
+            "--on" => {
+                o.on = if v == "any" {
+                    None
+                } else {
+                    Some(
+                        crate::nfs::proc::by_name(&v)
+                            .ok_or_else(|| format!("--on: unknown procedure '{v}'"))?,
+                    )
+                }
+            }
+            "--after" => {
+                o.after = number(&flag, &v)?;
+                if o.after == 0 {
+                    return Err("--after counts from 1".into());
+                }
+            }
+            "--times" => o.times = number(&flag, &v)?,
+            "--frwr-delay-ms" => o.frwr_delay_ms = number(&flag, &v)?,
+            "--lifetime" => o.lifetime = Some(number(&flag, &v)?),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    o.listen = listen.ok_or("--listen is required")?;
+    Ok(Parsed::Run(o))
+}
+
+/// Decides, call by call, whether the fault fires.
+#[derive(Clone, Debug)]
+pub struct Trigger {
+    on: Option<u32>,
+    after: u64,
+    times: u64,
+    seen: u64,
+    fired: u64,
+}
+
+impl Trigger {
+    pub fn new(o: &Options) -> Self {
+        Self {
+            on: o.on,
+            after: o.after,
+            times: o.times,
+            seen: 0,
+            fired: 0,
+        }
+    }
+
+    /// Counts a call of NFSv3 procedure `proc` (`None`: not an NFSv3
+    /// call, counted only by `--on any`); true when the fault is due.
+    pub fn due(&mut self, proc: Option<u32>) -> bool {
+        if self.on.is_some() && proc != self.on {
+            return false;
+        }
+        self.seen = self.seen.saturating_add(1);
+        self.seen >= self.after && (self.times == 0 || self.fired < self.times)
+    }
+
+    /// The fault was applied (a call it could not apply to does not count:
+    /// the next due call gets it).
+    pub fn fired(&mut self) {
+        self.fired = self.fired.saturating_add(1);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let Parsed::Run(o) = parse(args("--listen 0.0.0.0:20050")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.listen.port(), 20050);
+        assert_eq!(o.private_data, PrivateDataMode::Ok);
+        assert_eq!((o.inline, o.credits, o.after, o.times), (4096, 32, 1, 1));
+        assert!(o.send_inv && o.fault.is_none());
+
+        let Parsed::Run(o) = parse(args(
+            "--listen [::]:1 --fault frwr-read-after-reply --on write --after 3 --times 0 \
+             --private-data sizes-max --no-send-inv --lifetime 9",
+        ))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.fault, Some(Fault::FrwrReadAfterReply));
+        assert_eq!(o.on, Some(crate::nfs::proc::WRITE));
+        assert_eq!((o.after, o.times, o.lifetime), (3, 0, Some(9)));
+        assert_eq!(o.private_data, PrivateDataMode::SizesMax);
+        assert!(!o.send_inv);
+        assert_eq!(parse(args("-h")).unwrap(), Parsed::Help);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(parse(args("")).is_err());
+        assert!(parse(args("--listen nowhere")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --fault nope")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --after 0")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --on")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --inline 100")).is_err());
+        assert_eq!(
+            parse(args("--bogus --listen 1.2.3.4:5")),
+            Err("unknown option --bogus".into())
+        );
+    }
+
+    #[test]
+    fn every_fault_has_a_name_in_the_usage() {
+        for (name, f) in FAULTS {
+            assert_eq!(Fault::parse(name), Some(*f));
+            assert_eq!(f.name(), *name);
+            assert!(USAGE.contains(name), "{name} undocumented");
+        }
+    }
+
+    #[test]
+    fn trigger_counts_matching_calls() {
+        let Parsed::Run(mut o) = parse(args("--listen 1.2.3.4:5 --after 2 --times 2")).unwrap()
+        else {
+            panic!()
+        };
+        let read = Some(crate::nfs::proc::READ);
+        let mut t = Trigger::new(&o);
+        assert!(!t.due(Some(crate::nfs::proc::GETATTR)));
+        assert!(!t.due(read));
+        assert!(t.due(read));
+        t.fired();
+        assert!(t.due(read));
+        t.fired();
+        assert!(!t.due(read));
+        assert_eq!(t.count(), 2);
+
+        o.on = None;
+        o.times = 0;
+        o.after = 1;
+        let mut t = Trigger::new(&o);
+        for _ in 0..5 {
+            assert!(t.due(None));
+            t.fired();
+        }
+    }
+}

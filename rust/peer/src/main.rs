@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rpcrdma-peer: an RPC-over-RDMA version 1 responder that serves NFSv3
+//! correctly until a scripted fault fires, to show that a kernel client
+//! survives a hostile server. See `cli::USAGE`.
+
+mod cli;
+mod nfs;
+mod sys;
+mod transport;
+mod verbs;
+mod xdr;
+
+use cli::{Fault, Options, Parsed, PrivateDataMode, Trigger};
+use rpcrdma_proto::proto::private_data::{self, LocalSettings, PrivateData};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use sys::*;
+use transport::{Limits, Refused};
+use verbs::{wc_status_name, Accept, Conn, Listener};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// One event line on stdout, flushed at once: the test reads it while the
+/// tool runs.
+macro_rules! event {
+    ($($arg:tt)*) => {{
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, $($arg)*);
+        let _ = out.flush();
+    }};
+}
+
+fn hex(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "none".into();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The private data bytes we send in `mode`.
+fn our_private_data(mode: PrivateDataMode, inline: u32) -> Vec<u8> {
+    let ok = PrivateData::new(inline, inline, true);
+    let mut b = match mode {
+        PrivateDataMode::None => return Vec::new(),
+        PrivateDataMode::Sizes0 => PrivateData {
+            send_code: 0,
+            recv_code: 0,
+            ..ok
+        },
+        PrivateDataMode::SizesMax => PrivateData {
+            send_code: 255,
+            recv_code: 255,
+            ..ok
+        },
+        PrivateDataMode::RinvOff => PrivateData::new(inline, inline, false),
+        _ => ok,
+    }
+    .to_bytes()
+    .to_vec();
+    match mode {
+        PrivateDataMode::BadMagic => b[0] ^= 0xff,
+        PrivateDataMode::Version2 => b[4] = 2,
+        _ => {}
+    }
+    b
+}
+
+/// What one connection may do, from both sides' private data: the client
+/// computes its thresholds from what it understood of ours, so we do too.
+fn connection_limits(o: &Options, ours: &[u8], client: Option<PrivateData>) -> (Limits, usize) {
+    // The client's view of us: absent when our message is not valid.
+    let believed = private_data::decode(ours);
+    let local = LocalSettings {
+        send_size: believed.send_size(),
+        recv_size: believed.recv_size(),
+        remote_invalidation: believed.remote_invalidation(),
+    };
+    let client_bytes = client.map(|c| c.to_bytes());
+    let n = private_data::negotiate(&local, client_bytes.as_ref().map(|b| &b[..]));
+    let client_recv = client.map_or(1024, |c| c.recv_size()) as usize;
+    let limits = Limits {
+        credits: o.credits,
+        send_limit: n.inline_send as usize,
+        client_recv,
+        send_inv: o.send_inv && client.is_some_and(|c| c.remote_invalidation()),
+    };
+    // Whatever we advertised, take the largest Send the client may make.
+    let recv_size = (n.inline_recv as usize).max(4096);
+    (limits, recv_size)
+}
+
+struct Peer {
+    opts: Options,
+    listener: Listener,
+    conns: Vec<(Box<Conn>, Limits)>,
+    server: nfs::Server,
+    trigger: Trigger,
+}
+
+impl Peer {
+    /// Handles every pending connection manager event.
+    fn cm_events(&mut self) -> Result<(), String> {
+        loop {
+            let mut ev = std::ptr::null_mut();
+            // SAFETY: a non-blocking get on our channel.
+            if unsafe { rdma_get_cm_event(self.listener.ch, &mut ev) } != 0 {
+                return Ok(());
+            }
+            // SAFETY: `ev` is valid until acknowledged; what is needed of it
+            // is copied first.
+            let (kind, id, status, pd, resp, init) = unsafe {
+                let e = &*ev;
+                let conn = e.param.conn;
+                let pd = if conn.private_data.is_null() {
+                    Vec::new()
+                } else {
+                    std::slice::from_raw_parts(
+                        conn.private_data as *const u8,
+                        conn.private_data_len as usize,
+                    )
+                    .to_vec()
+                };
+                (
+                    e.event,
+                    e.id,
+                    e.status,
+                    pd,
+                    conn.responder_resources,
+                    conn.initiator_depth,
+                )
+            };
+            // SAFETY: acknowledged once; only copies are used after.
+            unsafe { rdma_ack_cm_event(ev) };
+            match kind {
+                RDMA_CM_EVENT_CONNECT_REQUEST => self.connect_request(id, &pd, resp, init),
+                RDMA_CM_EVENT_ESTABLISHED => {
+                    if let Some((c, l)) = self.conns.iter().find(|(c, _)| c.id == id) {
+                        event!(
+                            "connected peer={} send_limit={} credits={} send_inv={}",
+                            c.peer,
+                            l.send_limit,
+                            l.credits,
+                            u8::from(l.send_inv)
+                        );
+                    }
+                }
+                RDMA_CM_EVENT_DISCONNECTED
+                | RDMA_CM_EVENT_REJECTED
+                | RDMA_CM_EVENT_CONNECT_ERROR
+                | RDMA_CM_EVENT_UNREACHABLE
+                | RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                    if id == self.listener.id {
+                        return Err(format!("listener: {}", event_name(kind)));
+                    }
+                    if let Some(at) = self.conns.iter().position(|(c, _)| c.id == id) {
+                        let (c, _) = self.conns.swap_remove(at);
+                        event!(
+                            "disconnected peer={} event={} status={}",
+                            c.peer,
+                            event_name(kind),
+                            status
+                        );
+                        drop(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn connect_request(&mut self, id: *mut rdma_cm_id, pd: &[u8], resp: u8, init: u8) {
+        // SAFETY: `id` is the new id of this request.
+        let peer = unsafe {
+            verbs::from_sockaddr(
+                &(*id).route.addr.__bindgen_anon_2.dst_addr as *const _ as *const libc::sockaddr,
+            )
+        }
+        .map_or_else(|| "?".into(), |a| a.to_string());
+        event!(
+            "connect-request peer={peer} private_data={} initiator_depth={init} responder_resources={resp}",
+            hex(pd)
+        );
+        let client = private_data::find(pd).map(|(_, p)| p);
+        match &client {
+            Some(c) => event!(
+                "client-private-data send={} recv={} rinv={}",
+                c.send_size(),
+                c.recv_size(),
+                u8::from(c.remote_invalidation())
+            ),
+            None => event!("client-private-data none"),
+        }
+        let ours = our_private_data(self.opts.private_data, self.opts.inline);
+        let (limits, recv_size) = connection_limits(&self.opts, &ours, client);
+        let accept = Accept {
+            private_data: &ours,
+            recv_size,
+            send_size: limits.send_limit.max(limits.client_recv) + 8192,
+            initiator_depth: init,
+            responder_resources: resp,
+        };
+        // SAFETY: a fresh id from CONNECT_REQUEST.
+        match unsafe { Conn::accept(id, &accept) } {
+            Ok(c) => {
+                event!(
+                    "accepted peer={peer} private_data={} mode={:?} send_limit={} recv_size={}",
+                    hex(&ours),
+                    self.opts.private_data,
+                    limits.send_limit,
+                    recv_size
+                );
+                self.conns.push((c, limits));
+            }
+            Err(e) => event!("connect-refused peer={peer} reason={e:?}"),
+        }
+    }
+
+    /// Handles every message received on connection `i`.
+    fn serve(&mut self, i: usize) {
+        let (conn, limits) = &mut self.conns[i];
+        conn.service();
+        while !conn.dead {
+            let Some(msg) = conn.next_message() else {
+                break;
+            };
+            handle(
+                conn,
+                limits,
+                &mut self.server,
+                &mut self.trigger,
+                &self.opts,
+                msg,
+            );
+        }
+        for (what, status) in std::mem::take(&mut conn.errors) {
+            event!(
+                "completion peer={} op={what} status={}",
+                conn.peer,
+                wc_status_name(status)
+            );
+        }
+        if conn.dead {
+            // Our QP failed: let the client know.
+            conn.disconnect();
+        }
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            if STOP.load(Ordering::Relaxed) {
+                event!("stopping reason=signal");
+                return Ok(());
+            }
+            if let Some(t) = self.opts.lifetime {
+                if start.elapsed() >= Duration::from_secs(t) {
+                    event!("stopping reason=lifetime");
+                    return Ok(());
+                }
+            }
+            let mut fds = vec![libc::pollfd {
+                fd: self.listener.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            fds.extend(self.conns.iter().map(|(c, _)| libc::pollfd {
+                fd: c.comp_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }));
+            // SAFETY: `fds` is a valid array of its length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+            self.cm_events()?;
+            for i in 0..self.conns.len() {
+                self.serve(i);
+            }
+        }
+    }
+}
+
+fn event_name(kind: u32) -> String {
+    // SAFETY: rdma_event_str returns a static string for any value.
+    unsafe { std::ffi::CStr::from_ptr(rdma_event_str(kind)) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Answers one received message.
+fn handle(
+    conn: &mut Conn,
+    limits: &Limits,
+    server: &mut nfs::Server,
+    trigger: &mut Trigger,
+    opts: &Options,
+    msg: verbs::Message,
+) {
+    if msg.invalidated {
+        event!("unexpected-invalidation peer={}", conn.peer);
+    }
+    let call = match transport::parse_call(&msg.data) {
+        Ok(c) => c,
+        Err(Refused::Short) => {
+            event!("call-refused reason=short len={}", msg.data.len());
+            return;
+        }
+        Err(Refused::Ignored(e)) => {
+            event!("call-refused reason={e:?}");
+            return;
+        }
+        Err(Refused::Error { xid, error }) => {
+            event!("call-refused xid={xid:#010x} answer={error:?}");
+            send_plain(conn, transport::error_reply(xid, limits.credits, error));
+            return;
+        }
+    };
+    let pulled = if call.read_chunks.is_empty() {
+        Vec::new()
+    } else {
+        match conn.pull(&call.read_chunks) {
+            Ok(p) => p,
+            Err(e) => {
+                event!("call-failed xid={:#010x} reason={e:?}", call.xid);
+                return;
+            }
+        }
+    };
+    let Some(whole) = call.assemble(&pulled) else {
+        event!(
+            "call-refused xid={:#010x} reason=read-chunk-position",
+            call.xid
+        );
+        send_plain(
+            conn,
+            transport::error_reply(call.xid, limits.credits, transport_err_chunk()),
+        );
+        return;
+    };
+    let info = nfs::peek(&whole);
+    let proc_name = info
+        .and_then(|i| i.nfs_proc)
+        .map_or_else(|| "other".into(), nfs::proc::name);
+    event!(
+        "call xid={:#010x} proc={proc_name} nomsg={} read_chunk_bytes={} write_chunks={} reply_chunk={}",
+        call.xid,
+        u8::from(call.nomsg),
+        call.read_len(),
+        call.write_chunks.len(),
+        u8::from(call.reply_chunk.is_some())
+    );
+    let Some(reply) = server.handle(&whole) else {
+        event!("call-refused xid={:#010x} reason=not-an-rpc-call", call.xid);
+        return;
+    };
+    let due = opts
+        .fault
+        .filter(|_| trigger.due(info.and_then(|i| i.nfs_proc)));
+    let out = transport::respond(&call, &reply, limits, due);
+    if let Some(f) = due {
+        if out.fired {
+            trigger.fired();
+            event!(
+                "fault-fired name={} xid={:#010x} proc={proc_name} count={}",
+                f.name(),
+                call.xid,
+                trigger.count()
+            );
+        } else {
+            event!(
+                "fault-not-applicable name={} xid={:#010x} proc={proc_name}",
+                f.name(),
+                call.xid
+            );
+        }
+    }
+    match conn.execute(&out) {
+        Ok(None) => {}
+        Ok(Some(status)) => event!(
+            "reply-failed xid={:#010x} status={}",
+            call.xid,
+            wc_status_name(status)
+        ),
+        Err(e) => event!("reply-failed xid={:#010x} reason={e:?}", call.xid),
+    }
+    if let Some(probe) = &out.probe {
+        let what = match probe {
+            transport::Probe::Write(_) => "write",
+            transport::Probe::Read(_) => "read",
+        };
+        // Let the client take the Reply and invalidate first.
+        std::thread::sleep(Duration::from_millis(opts.frwr_delay_ms));
+        match conn.probe(probe) {
+            Ok(r) => event!(
+                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp={} xid={:#010x} fault={}",
+                wc_status_name(r.status),
+                r.succeeded,
+                r.segments,
+                r.bytes,
+                r.qp_state.map_or("?", verbs::qp_state_name),
+                call.xid,
+                due.map_or("?", Fault::name)
+            ),
+            Err(e) => event!("frwr-after-reply {what} error={e:?} xid={:#010x}", call.xid),
+        }
+    }
+}
+
+fn transport_err_chunk() -> rpcrdma_proto::proto::header::RdmaError {
+    rpcrdma_proto::proto::header::RdmaError::Chunk
+}
+
+/// Sends a transport header on its own (an RDMA_ERROR).
+fn send_plain(conn: &mut Conn, send: Vec<u8>) {
+    let out = transport::Outgoing {
+        send,
+        sends: 1,
+        ..Default::default()
+    };
+    if let Err(e) = conn.execute(&out) {
+        event!("reply-failed reason={e:?}");
+    }
+}
+
+fn main() {
+    let opts = match cli::parse(std::env::args().skip(1)) {
+        Ok(Parsed::Run(o)) => o,
+        Ok(Parsed::Help) => {
+            print!("{}", cli::USAGE);
+            return;
+        }
+        Err(e) => {
+            eprintln!("rpcrdma-peer: {e}\n\n{}", cli::USAGE);
+            std::process::exit(2);
+        }
+    };
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let listener = match Listener::new(&opts.listen) {
+        Ok(l) => l,
+        Err(e) => {
+            event!("error reason={e:?}");
+            eprintln!("rpcrdma-peer: {e}");
+            std::process::exit(1);
+        }
+    };
+    event!(
+        "listening addr={} private_data={:?} fault={} on={} after={} times={}",
+        opts.listen,
+        opts.private_data,
+        opts.fault.map_or("none", Fault::name),
+        opts.on.map_or_else(|| "any".into(), nfs::proc::name),
+        opts.after,
+        opts.times
+    );
+    let mut peer = Peer {
+        trigger: Trigger::new(&opts),
+        opts,
+        listener,
+        conns: Vec::new(),
+        server: nfs::Server::new(),
+    };
+    let result = peer.run();
+    let fired = peer.trigger.count();
+    for (c, _) in &mut peer.conns {
+        c.disconnect();
+    }
+    peer.conns.clear();
+    match result {
+        Ok(()) => event!("exit status=0 faults_fired={fired}"),
+        Err(e) => {
+            event!("exit status=1 faults_fired={fired} reason={e:?}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        let Parsed::Run(o) = cli::parse(["--listen".into(), "0.0.0.0:1".into()]).unwrap() else {
+            panic!()
+        };
+        o
+    }
+
+    #[test]
+    fn private_data_modes() {
+        let linux = Some(PrivateData::new(4096, 4096, true));
+        let o = opts();
+        let ok = our_private_data(PrivateDataMode::Ok, 4096);
+        assert_eq!(ok, [0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3]);
+        let (l, recv) = connection_limits(&o, &ok, linux);
+        assert_eq!((l.send_limit, l.client_recv, recv), (4096, 4096, 4096));
+        assert!(l.send_inv);
+
+        for mode in [
+            PrivateDataMode::None,
+            PrivateDataMode::BadMagic,
+            PrivateDataMode::Version2,
+            PrivateDataMode::Sizes0,
+        ] {
+            let b = our_private_data(mode, 4096);
+            assert_eq!(b.is_empty(), mode == PrivateDataMode::None);
+            // The client takes 1 KiB from us each way.
+            let (l, _) = connection_limits(&o, &b, linux);
+            assert_eq!(l.send_limit, 1024, "{mode:?}");
+        }
+        let max = our_private_data(PrivateDataMode::SizesMax, 4096);
+        assert_eq!(&max[6..], &[255, 255]);
+        assert_eq!(connection_limits(&o, &max, linux).0.send_limit, 4096);
+        let off = our_private_data(PrivateDataMode::RinvOff, 4096);
+        assert_eq!(off[5], 0);
+
+        // A client without private data: 1 KiB, no Send With Invalidate.
+        let (l, recv) = connection_limits(&o, &ok, None);
+        assert_eq!((l.send_limit, l.client_recv, recv), (1024, 1024, 4096));
+        assert!(!l.send_inv);
+    }
+
+    #[test]
+    fn hex_of_private_data() {
+        assert_eq!(hex(&[]), "none");
+        assert_eq!(hex(&[0xf6, 1]), "f601");
+    }
+}

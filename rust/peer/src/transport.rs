@@ -1,0 +1,852 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder's side of RPC-over-RDMA version 1 (RFC 8166), without
+//! the verbs: decoding a Call's transport header, putting the Call back
+//! together from its Read chunks, choosing how the Reply goes back, and
+//! spoiling that Reply when a fault is due. The result is a list of RDMA
+//! operations for `verbs.rs` to carry out, so all of it is testable here.
+
+use crate::cli::Fault;
+use crate::nfs::Reply;
+use rpcrdma_proto::proto::header::{
+    self, Body, DecodeError, DecodeLimits, MsgProc, RdmaError, Segment, FIXED_LEN, MIN_HEADER_LEN,
+};
+use rpcrdma_proto::proto::xdr::xdr_pad_size;
+use rpcrdma_proto::proto::RPCRDMA_VERSION;
+
+/// Most bytes one Call may bring in Read chunks: the largest WRITE and
+/// its arguments, or a Long Call.
+pub const MAX_CALL_CHUNKS: usize = 2 << 20;
+
+/// One Read chunk of a Call: its XDR position and its segments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadChunk {
+    pub position: u32,
+    pub segments: Vec<Segment>,
+}
+
+impl ReadChunk {
+    pub fn len(&self) -> usize {
+        self.segments.iter().map(|s| s.length as usize).sum()
+    }
+}
+
+/// A received Call's transport header, and the RPC bytes sent inline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub xid: u32,
+    pub nomsg: bool,
+    pub read_chunks: Vec<ReadChunk>,
+    pub write_chunks: Vec<Vec<Segment>>,
+    pub reply_chunk: Option<Vec<Segment>>,
+    pub inline: Vec<u8>,
+}
+
+/// A received message that is not a usable Call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Too short to carry an XID: nothing can be answered.
+    Short,
+    /// Answer with this RDMA_ERROR header.
+    Error { xid: u32, error: RdmaError },
+    /// Something else (an RDMA_ERROR or RDMA_MSG the client should never
+    /// send us as a Call): dropped.
+    Ignored(DecodeError),
+}
+
+/// Decodes a Call's transport header (RFC 8166, section 4), answering a
+/// version we do not speak with ERR_VERS and any other malformed header
+/// with ERR_CHUNK, as section 4.5 says.
+pub fn parse_call(msg: &[u8]) -> Result<Call, Refused> {
+    if msg.len() < FIXED_LEN {
+        return Err(Refused::Short);
+    }
+    let xid = u32::from_be_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let (hdr, len) = match header::decode(msg, &DecodeLimits::PERMISSIVE) {
+        Ok(d) => d,
+        Err(DecodeError::BadVersion(_)) => {
+            return Err(Refused::Error {
+                xid,
+                error: RdmaError::Vers {
+                    low: RPCRDMA_VERSION,
+                    high: RPCRDMA_VERSION,
+                },
+            })
+        }
+        Err(_) => {
+            return Err(Refused::Error {
+                xid,
+                error: RdmaError::Chunk,
+            })
+        }
+    };
+    let (lists, nomsg) = match &hdr.body {
+        Body::Msg(l) => (l, false),
+        Body::NoMsg(l) => (l, true),
+        Body::Error(_) => {
+            return Err(Refused::Ignored(DecodeError::UnknownProc(
+                header::RDMA_ERROR,
+            )))
+        }
+    };
+    Ok(Call {
+        xid,
+        nomsg,
+        read_chunks: lists
+            .read_list
+            .chunks()
+            .map(|c| ReadChunk {
+                position: c.position(),
+                segments: c.segments().map(|s| s.segment).collect(),
+            })
+            .collect(),
+        write_chunks: lists
+            .write_list
+            .iter()
+            .map(|c| c.iter().collect())
+            .collect(),
+        reply_chunk: lists.reply_chunk.map(|c| c.iter().collect()),
+        inline: msg[len..].to_vec(),
+    })
+}
+
+impl Call {
+    /// Bytes the Read chunks carry in all.
+    pub fn read_len(&self) -> usize {
+        self.read_chunks.iter().map(ReadChunk::len).sum()
+    }
+
+    /// The whole RPC Call: the inline bytes with each Read chunk's data
+    /// (`pulled[i]` for chunk `i`) put back at its position, followed by
+    /// the XDR pad the Requester left out of both (RFC 8166, section
+    /// 3.4.5.2). A Position Zero chunk is the whole Call. `None` when the
+    /// positions do not fit the inline bytes.
+    pub fn assemble(&self, pulled: &[Vec<u8>]) -> Option<Vec<u8>> {
+        let mut chunks: Vec<(u32, &[u8])> = self
+            .read_chunks
+            .iter()
+            .zip(pulled)
+            .map(|(c, d)| (c.position, d.as_slice()))
+            .collect();
+        if chunks.len() != self.read_chunks.len() {
+            return None;
+        }
+        chunks.sort_by_key(|(p, _)| *p);
+        let mut out = Vec::with_capacity(self.inline.len() + self.read_len() + 4);
+        let mut inline = self.inline.as_slice();
+        for (position, data) in chunks {
+            let take = (position as usize).checked_sub(out.len())?;
+            let (head, rest) = inline.split_at_checked(take)?;
+            out.extend_from_slice(head);
+            inline = rest;
+            out.extend_from_slice(data);
+            if position != 0 {
+                out.resize(out.len() + xdr_pad_size(data.len() as u32) as usize, 0);
+            }
+        }
+        out.extend_from_slice(inline);
+        Some(out)
+    }
+
+    /// The rkey to invalidate with the Reply's Send: the one handle every
+    /// chunk of the Call uses, if there is exactly one (as the Linux server
+    /// decides, `svc_rdma_get_inv_rkey`).
+    pub fn inv_rkey(&self) -> Option<u32> {
+        let mut handles = self
+            .read_chunks
+            .iter()
+            .flat_map(|c| c.segments.iter())
+            .chain(self.write_chunks.iter().flatten())
+            .chain(self.reply_chunk.iter().flatten())
+            .map(|s| s.handle);
+        let first = handles.next()?;
+        handles.all(|h| h == first).then_some(first)
+    }
+}
+
+/// One RDMA Write of the Reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RdmaWrite {
+    pub handle: u32,
+    pub offset: u64,
+    pub data: Vec<u8>,
+}
+
+/// What to touch after the Reply, for the FRWR checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// RDMA Write to these segments (a READ's Write chunk).
+    Write(Vec<Segment>),
+    /// RDMA Read from these segments (a WRITE's Read chunk).
+    Read(Vec<Segment>),
+}
+
+/// Everything to do for one Call, in order: the RDMA Writes, then the
+/// Send (`sends` times), then a disconnect, then the probe.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outgoing {
+    pub writes: Vec<RdmaWrite>,
+    pub send: Vec<u8>,
+    pub sends: usize,
+    /// Send With Invalidate of this rkey.
+    pub invalidate: Option<u32>,
+    pub disconnect: bool,
+    pub probe: Option<Probe>,
+    /// The fault changed this reply.
+    pub fired: bool,
+}
+
+/// What the connection allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Credits granted in each reply.
+    pub credits: u32,
+    /// Most bytes in one of our Sends: the reply inline threshold as the
+    /// client computed it.
+    pub send_limit: usize,
+    /// The client's Receive buffer size, from its private data.
+    pub client_recv: usize,
+    /// Send With Invalidate may be used.
+    pub send_inv: bool,
+}
+
+/// The Reply's transport header fields and payload, before encoding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Plan {
+    xid: u32,
+    credit: u32,
+    proc: MsgProc,
+    write_list: Vec<Vec<Segment>>,
+    reply_chunk: Option<Vec<Segment>>,
+    inline: Vec<u8>,
+    writes: Vec<RdmaWrite>,
+    error: Option<RdmaError>,
+}
+
+/// Which chunk an honest Reply used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Used {
+    Nothing,
+    WriteChunk,
+    ReplyChunk,
+}
+
+/// Spreads `data` over `segs` in order; returns the Writes and the
+/// segments with the lengths written (zero for those not reached), or
+/// `None` when `data` does not fit.
+fn scatter(data: &[u8], segs: &[Segment]) -> Option<(Vec<RdmaWrite>, Vec<Segment>)> {
+    let mut rest = data;
+    let mut writes = Vec::new();
+    let mut returned = Vec::new();
+    for s in segs {
+        let n = rest.len().min(s.length as usize);
+        let (now, later) = rest.split_at(n);
+        if n > 0 {
+            writes.push(RdmaWrite {
+                handle: s.handle,
+                offset: s.offset,
+                data: now.to_vec(),
+            });
+        }
+        returned.push(Segment {
+            length: n as u32,
+            ..*s
+        });
+        rest = later;
+    }
+    rest.is_empty().then_some((writes, returned))
+}
+
+fn zeroed(segs: &[Segment]) -> Vec<Segment> {
+    segs.iter().map(|s| Segment { length: 0, ..*s }).collect()
+}
+
+/// Header length of an RDMA_MSG or RDMA_NOMSG Reply with these lists.
+fn header_len(write_list: &[Vec<Segment>], reply_chunk: Option<&[Segment]>) -> usize {
+    MIN_HEADER_LEN
+        + write_list.iter().map(|c| 8 + 16 * c.len()).sum::<usize>()
+        + reply_chunk.map_or(0, |c| 4 + 16 * c.len())
+}
+
+/// How a well-behaved responder answers `call` with `reply`.
+fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
+    let mut plan = Plan {
+        xid: call.xid,
+        credit: lim.credits,
+        proc: MsgProc::Msg,
+        write_list: call.write_chunks.iter().map(|c| zeroed(c)).collect(),
+        reply_chunk: None,
+        inline: Vec::new(),
+        writes: Vec::new(),
+        error: None,
+    };
+    let chunk_error = |mut plan: Plan| {
+        plan.error = Some(RdmaError::Chunk);
+        (plan, Used::Nothing)
+    };
+    // The READ data goes into the first Write chunk when there is one
+    // (RFC 8166, section 3.4.6; the Linux client provides one at most).
+    if let (Some(r), Some(chunk)) = (&reply.ddp, call.write_chunks.first()) {
+        let Some((writes, returned)) = scatter(&reply.body[r.clone()], chunk) else {
+            return chunk_error(plan);
+        };
+        plan.write_list[0] = returned;
+        plan.writes = writes;
+        plan.inline = reply.reduced();
+        if header_len(&plan.write_list, None) + plan.inline.len() > lim.send_limit {
+            return chunk_error(plan);
+        }
+        return (plan, Used::WriteChunk);
+    }
+    // A Reply chunk, when the Call has one, is used whatever the Reply's
+    // size, as the Linux server does (`svc_rdma_sendto`): a Long Reply
+    // (section 3.5.3).
+    let Some(chunk) = &call.reply_chunk else {
+        if header_len(&plan.write_list, None) + reply.body.len() <= lim.send_limit {
+            plan.inline = reply.body.clone();
+            return (plan, Used::Nothing);
+        }
+        return chunk_error(plan);
+    };
+    let Some((writes, returned)) = scatter(&reply.body, chunk) else {
+        return chunk_error(plan);
+    };
+    plan.proc = MsgProc::NoMsg;
+    plan.reply_chunk = Some(returned);
+    plan.writes = writes;
+    (plan, Used::ReplyChunk)
+}
+
+impl Plan {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = vec![0u8; 64 * 1024];
+        let n = match self.error {
+            Some(e) => header::encode_error(&mut out, self.xid, self.credit, e),
+            None => header::encode_chunked(
+                &mut out,
+                self.xid,
+                self.credit,
+                self.proc,
+                [],
+                self.write_list.iter().map(|c| c.iter().copied()),
+                self.reply_chunk.as_ref().map(|c| c.iter().copied()),
+            ),
+        };
+        // The lists come from the client's own header, so they fit and do
+        // not wrap; an overflowing claim from a fault is kept in range
+        // where it is made.
+        let n = n.expect("encoding a reply header");
+        out.truncate(n);
+        if self.error.is_none() && self.proc == MsgProc::Msg {
+            out.extend_from_slice(&self.inline);
+        }
+        out
+    }
+}
+
+/// Makes the claimed lengths of `segs` the offered ones, plus 4 KiB on
+/// the last segment (kept from wrapping its offset).
+fn overclaim(segs: &mut [Segment], offered: &[Segment]) {
+    for (s, o) in segs.iter_mut().zip(offered) {
+        s.length = o.length;
+    }
+    if let Some(last) = segs.last_mut() {
+        let room = u64::MAX - last.offset;
+        last.length = last
+            .length
+            .saturating_add(4096)
+            .min(u32::try_from(room).unwrap_or(u32::MAX));
+    }
+}
+
+fn patch_word(buf: &mut [u8], word: usize, v: u32) {
+    if let Some(w) = buf.get_mut(word * 4..word * 4 + 4) {
+        w.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// What to do for `call` with `reply`, spoiled by `fault` if one is due.
+/// A fault that needs something the Call lacks (a chunk to misuse) leaves
+/// the Reply alone and `fired` false.
+pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -> Outgoing {
+    let mut reply_body;
+    let mut reply = reply;
+    if fault == Some(Fault::WrongXid) {
+        // The RPC Reply names the same other XID as the header.
+        reply_body = Reply {
+            body: reply.body.clone(),
+            ddp: reply.ddp.clone(),
+        };
+        patch_word(&mut reply_body.body, 0, call.xid ^ 0x8000_0000);
+        reply = &reply_body;
+    }
+    let (mut plan, used) = honest(call, reply, lim);
+    let mut out = Outgoing {
+        sends: 1,
+        invalidate: call.inv_rkey().filter(|_| lim.send_inv),
+        ..Outgoing::default()
+    };
+    let mut fired = true;
+    match fault {
+        None => fired = false,
+        Some(Fault::CreditsZero) => plan.credit = 0,
+        Some(Fault::CreditsMax) => plan.credit = u32::MAX,
+        Some(Fault::WrongXid) => plan.xid ^= 0x8000_0000,
+        Some(Fault::ErrVers) => plan.error = Some(RdmaError::Vers { low: 2, high: 2 }),
+        Some(Fault::ErrChunk) => plan.error = Some(RdmaError::Chunk),
+        Some(Fault::WriteChunkOverflow) if used == Used::WriteChunk => {
+            overclaim(&mut plan.write_list[0], &call.write_chunks[0]);
+        }
+        Some(Fault::ReplyChunkOverflow) if used == Used::ReplyChunk => {
+            if let (Some(r), Some(o)) = (plan.reply_chunk.as_mut(), &call.reply_chunk) {
+                overclaim(r, o);
+            }
+        }
+        Some(Fault::NomsgNoReplyChunk) => {
+            plan.proc = MsgProc::NoMsg;
+            plan.write_list.clear();
+            plan.reply_chunk = None;
+            plan.writes.clear();
+        }
+        Some(Fault::FrwrWriteAfterReply) if used == Used::WriteChunk => {
+            out.probe = Some(Probe::Write(call.write_chunks[0].clone()));
+        }
+        Some(Fault::FrwrReadAfterReply) if !call.read_chunks.is_empty() => {
+            out.probe = Some(Probe::Read(
+                call.read_chunks
+                    .iter()
+                    .flat_map(|c| c.segments.iter().copied())
+                    .collect(),
+            ));
+        }
+        Some(
+            Fault::ShortHeader
+            | Fault::TruncatedHeader
+            | Fault::BadVersion
+            | Fault::BadProc
+            | Fault::DuplicateReply
+            | Fault::ReplyTooLong
+            | Fault::DisconnectMidReply
+            | Fault::Silence,
+        ) => {}
+        Some(_) => fired = false,
+    }
+    out.fired = fired;
+    if plan.error.is_some() {
+        // An RDMA_ERROR places nothing.
+        plan.writes.clear();
+    }
+    out.send = plan.encode();
+    out.writes = std::mem::take(&mut plan.writes);
+    match fault.filter(|_| fired) {
+        Some(Fault::ShortHeader) => {
+            out.writes.clear();
+            out.send.truncate(12);
+        }
+        Some(Fault::TruncatedHeader) => {
+            out.writes.clear();
+            let mut h = Plan {
+                write_list: Vec::new(),
+                reply_chunk: None,
+                inline: Vec::new(),
+                error: None,
+                proc: MsgProc::Msg,
+                ..plan
+            }
+            .encode();
+            // Fixed fields and the Read and Write list ends: the Reply
+            // chunk's discriminator is missing.
+            h.truncate(MIN_HEADER_LEN - 4);
+            out.send = h;
+        }
+        Some(Fault::BadVersion) => patch_word(&mut out.send, 1, 2),
+        Some(Fault::BadProc) => patch_word(&mut out.send, 3, 5),
+        Some(Fault::DuplicateReply) => out.sends = 2,
+        Some(Fault::ReplyTooLong) => {
+            let len = lim.client_recv + 4096;
+            out.send.resize(len.max(out.send.len()), 0);
+        }
+        Some(Fault::DisconnectMidReply) => {
+            out.sends = 0;
+            out.disconnect = true;
+        }
+        Some(Fault::Silence) => {
+            out.writes.clear();
+            out.sends = 0;
+        }
+        _ => {}
+    }
+    if out.sends == 0 {
+        out.invalidate = None;
+    }
+    out
+}
+
+/// The transport header answering a refused Call.
+pub fn error_reply(xid: u32, credits: u32, error: RdmaError) -> Vec<u8> {
+    let mut out = vec![0u8; 64];
+    let n = header::encode_error(&mut out, xid, credits, error).expect("an RDMA_ERROR fits");
+    out.truncate(n);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcrdma_proto::proto::header::{ReadSegment, ReplyKind};
+
+    const LIM: Limits = Limits {
+        credits: 32,
+        send_limit: 4096,
+        client_recv: 4096,
+        send_inv: true,
+    };
+
+    fn seg(handle: u32, length: u32, offset: u64) -> Segment {
+        Segment {
+            handle,
+            length,
+            offset,
+        }
+    }
+
+    fn encode_call(
+        proc: MsgProc,
+        reads: &[ReadSegment],
+        writes: &[&[Segment]],
+        reply: Option<&[Segment]>,
+        inline: &[u8],
+    ) -> Vec<u8> {
+        let msg = header::Message {
+            xid: 0x1234_5678,
+            credit: 128,
+            proc,
+            read_list: reads,
+            write_list: writes,
+            reply_chunk: reply,
+        };
+        let mut out = vec![0; 4096];
+        let n = msg.encode(&mut out).unwrap();
+        out.truncate(n);
+        out.extend_from_slice(inline);
+        out
+    }
+
+    /// Decodes a reply as the rpcrdma-rs client does.
+    fn client_view(send: &[u8]) -> Result<(u32, u32, ReplyKind), String> {
+        let (h, _) = header::decode(send, &DecodeLimits::REPLY).map_err(|e| format!("{e:?}"))?;
+        let k = h.classify_reply().map_err(|e| format!("{e:?}"))?;
+        Ok((h.xid, h.credit, k))
+    }
+
+    fn read_reply(len: usize) -> Reply {
+        let mut e = crate::xdr::Enc::default();
+        e.u32(0x1234_5678).u32(1).u32(0).u32(0).u32(0).u32(0);
+        e.u32(0)
+            .bool(false)
+            .u32(len as u32)
+            .bool(true)
+            .u32(len as u32);
+        let at = e.len();
+        e.fixed(&vec![7u8; len]);
+        Reply {
+            body: e.0,
+            ddp: Some(at..at + len),
+        }
+    }
+
+    #[test]
+    fn parses_a_call_and_puts_read_chunks_back() {
+        let rs = |pos, h| ReadSegment {
+            position: pos,
+            segment: seg(h, 3, 0x1000),
+        };
+        // Head of 8 bytes, a 6-byte item in two segments at position 8,
+        // then a 4-byte tail (its leading pad left out).
+        let wire = encode_call(
+            MsgProc::Msg,
+            &[rs(8, 5), rs(8, 6)],
+            &[],
+            None,
+            b"HEADHEADtail",
+        );
+        let call = parse_call(&wire).unwrap();
+        assert_eq!(call.xid, 0x1234_5678);
+        assert_eq!(call.read_chunks.len(), 1);
+        assert_eq!(call.read_len(), 6);
+        assert_eq!(call.inv_rkey(), None);
+        let whole = call.assemble(&[b"abcdef".to_vec()]).unwrap();
+        assert_eq!(whole, b"HEADHEADabcdef\0\0tail");
+        assert!(call.assemble(&[]).is_none());
+
+        // A Long Call: everything at position zero, no pad added.
+        let wire = encode_call(MsgProc::NoMsg, &[rs(0, 9)], &[], None, b"");
+        let call = parse_call(&wire).unwrap();
+        assert!(call.nomsg);
+        assert_eq!(call.inv_rkey(), Some(9));
+        assert_eq!(call.assemble(&[b"xyz".to_vec()]).unwrap(), b"xyz");
+
+        // A position beyond the inline bytes.
+        let wire = encode_call(MsgProc::Msg, &[rs(16, 5)], &[], None, b"HEAD");
+        assert!(parse_call(&wire)
+            .unwrap()
+            .assemble(&[b"a".to_vec()])
+            .is_none());
+    }
+
+    #[test]
+    fn refuses_bad_calls_as_rfc_8166_says() {
+        assert_eq!(parse_call(&[0; 8]), Err(Refused::Short));
+        let mut wire = encode_call(MsgProc::Msg, &[], &[], None, b"");
+        wire[7] = 2;
+        assert_eq!(
+            parse_call(&wire),
+            Err(Refused::Error {
+                xid: 0x1234_5678,
+                error: RdmaError::Vers { low: 1, high: 1 }
+            })
+        );
+        let mut wire = encode_call(MsgProc::Msg, &[], &[], None, b"");
+        wire[19] = 7;
+        assert!(matches!(
+            parse_call(&wire),
+            Err(Refused::Error {
+                error: RdmaError::Chunk,
+                ..
+            })
+        ));
+        let e = error_reply(5, 32, RdmaError::Chunk);
+        assert!(matches!(parse_call(&e), Err(Refused::Ignored(_))));
+    }
+
+    #[test]
+    fn read_data_goes_into_the_write_chunk() {
+        let chunk = [
+            seg(1, 4096, 0x10000),
+            seg(2, 4096, 0x20000),
+            seg(3, 4, 0x30000),
+        ];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(5001);
+        let out = respond(&call, &reply, &LIM, None);
+        assert!(!out.fired);
+        assert_eq!(out.sends, 1);
+        assert_eq!(out.invalidate, None);
+        assert_eq!(out.writes.len(), 2);
+        assert_eq!(out.writes[0].data.len(), 4096);
+        assert_eq!((out.writes[1].handle, out.writes[1].data.len()), (2, 905));
+        let (xid, credit, kind) = client_view(&out.send).unwrap();
+        assert_eq!((xid, credit), (0x1234_5678, 32));
+        assert_eq!(
+            kind,
+            ReplyKind::Inline {
+                write_chunk_len: 5001
+            }
+        );
+        // The inline part is the reduced reply.
+        let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().1;
+        assert_eq!(&out.send[hdr..], &reply.reduced()[..]);
+
+        // Too much data for the chunk: ERR_CHUNK, nothing placed.
+        let out = respond(&call, &read_reply(9000), &LIM, None);
+        assert!(out.writes.is_empty());
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Error(RdmaError::Chunk)
+        );
+    }
+
+    #[test]
+    fn small_replies_go_inline_and_large_ones_in_the_reply_chunk() {
+        let rc = [seg(4, 8192, 0x40000), seg(4, 8192, 0x50000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[], Some(&rc), b"call");
+        let call = parse_call(&wire).unwrap();
+        assert_eq!(call.inv_rkey(), Some(4));
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        let out = respond(&call, &small, &LIM, None);
+        assert_eq!(out.writes.len(), 1);
+        assert_eq!(out.writes[0].data, small.body);
+        assert_eq!(out.invalidate, Some(4));
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Long {
+                reply_chunk_len: 100
+            }
+        );
+
+        // Without a Reply chunk, a small Reply goes inline.
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let out = respond(&parse_call(&wire).unwrap(), &small, &LIM, None);
+        assert!(out.writes.is_empty());
+        assert_eq!(out.invalidate, None);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Inline { write_chunk_len: 0 }
+        );
+        assert_eq!(&out.send[out.send.len() - 100..], &small.body[..]);
+
+        let big = Reply {
+            body: vec![2; 10000],
+            ddp: None,
+        };
+        let out = respond(&call, &big, &LIM, None);
+        assert_eq!(&out.send[12..16], &header::RDMA_NOMSG.to_be_bytes());
+        assert_eq!(out.writes.len(), 2);
+        assert_eq!(out.writes[1].data.len(), 10000 - 8192);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Long {
+                reply_chunk_len: 10000
+            }
+        );
+
+        // No Reply chunk for a large reply: ERR_CHUNK.
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let out = respond(&parse_call(&wire).unwrap(), &big, &LIM, None);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Error(RdmaError::Chunk)
+        );
+        // Send With Invalidate only when allowed.
+        let lim = Limits {
+            send_inv: false,
+            ..LIM
+        };
+        assert_eq!(respond(&call, &small, &lim, None).invalidate, None);
+    }
+
+    #[test]
+    fn faults_spoil_the_reply_as_named() {
+        let chunk = [seg(1, 8192, 0x10000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(5000);
+        let run = |f| respond(&call, &reply, &LIM, Some(f));
+
+        let out = run(Fault::ShortHeader);
+        assert!(out.fired && out.writes.is_empty());
+        assert_eq!(out.send.len(), 12);
+        let out = run(Fault::TruncatedHeader);
+        assert_eq!(
+            header::decode(&out.send, &DecodeLimits::REPLY),
+            Err(DecodeError::Truncated)
+        );
+        let out = run(Fault::BadVersion);
+        assert_eq!(
+            header::decode(&out.send, &DecodeLimits::REPLY),
+            Err(DecodeError::BadVersion(2))
+        );
+        let out = run(Fault::BadProc);
+        assert_eq!(
+            header::decode(&out.send, &DecodeLimits::REPLY),
+            Err(DecodeError::UnknownProc(5))
+        );
+        let out = run(Fault::ErrVers);
+        assert!(out.writes.is_empty());
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Error(RdmaError::Vers { low: 2, high: 2 })
+        );
+        let out = run(Fault::ErrChunk);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Error(RdmaError::Chunk)
+        );
+        assert_eq!(client_view(&run(Fault::CreditsZero).send).unwrap().1, 0);
+        assert_eq!(
+            client_view(&run(Fault::CreditsMax).send).unwrap().1,
+            u32::MAX
+        );
+
+        let out = run(Fault::WrongXid);
+        let (xid, _, _) = client_view(&out.send).unwrap();
+        assert_eq!(xid, 0x9234_5678);
+        let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().1;
+        assert_eq!(&out.send[hdr..hdr + 4], &0x9234_5678u32.to_be_bytes());
+
+        assert_eq!(run(Fault::DuplicateReply).sends, 2);
+        assert_eq!(run(Fault::ReplyTooLong).send.len(), 8192);
+
+        let out = run(Fault::WriteChunkOverflow);
+        assert!(out.fired);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Inline {
+                write_chunk_len: 8192 + 4096
+            }
+        );
+        // Not applicable without a Reply chunk: an honest reply.
+        let out = run(Fault::ReplyChunkOverflow);
+        assert!(!out.fired);
+        assert_eq!(out, respond(&call, &reply, &LIM, None));
+
+        let out = run(Fault::NomsgNoReplyChunk);
+        assert!(out.writes.is_empty());
+        assert_eq!(out.send.len(), MIN_HEADER_LEN);
+        assert_eq!(
+            header::decode(&out.send, &DecodeLimits::REPLY)
+                .unwrap()
+                .0
+                .classify_reply(),
+            Err(header::ReplyError::EmptyReplyChunk)
+        );
+
+        let out = run(Fault::DisconnectMidReply);
+        assert!(out.disconnect && out.sends == 0 && !out.writes.is_empty());
+        let out = run(Fault::Silence);
+        assert!(out.sends == 0 && out.writes.is_empty() && !out.disconnect);
+
+        let out = run(Fault::FrwrWriteAfterReply);
+        assert_eq!(out.probe, Some(Probe::Write(chunk.to_vec())));
+        assert_eq!(out.sends, 1);
+        assert!(!run(Fault::FrwrReadAfterReply).fired);
+    }
+
+    #[test]
+    fn chunk_faults_that_need_a_chunk() {
+        let rc = [seg(4, 8192, 0x40000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[], Some(&rc), b"call");
+        let call = parse_call(&wire).unwrap();
+        let big = Reply {
+            body: vec![2; 5000],
+            ddp: None,
+        };
+        let out = respond(&call, &big, &LIM, Some(Fault::ReplyChunkOverflow));
+        assert!(out.fired);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Long {
+                reply_chunk_len: 8192 + 4096
+            }
+        );
+        assert!(!respond(&call, &big, &LIM, Some(Fault::WriteChunkOverflow)).fired);
+        assert!(!respond(&call, &big, &LIM, Some(Fault::FrwrWriteAfterReply)).fired);
+
+        let rs = ReadSegment {
+            position: 8,
+            segment: seg(7, 64, 0x7000),
+        };
+        let wire = encode_call(MsgProc::Msg, &[rs], &[], None, b"HEADHEAD");
+        let call = parse_call(&wire).unwrap();
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        let out = respond(&call, &small, &LIM, Some(Fault::FrwrReadAfterReply));
+        assert!(out.fired);
+        assert_eq!(out.probe, Some(Probe::Read(vec![rs.segment])));
+    }
+
+    #[test]
+    fn overclaim_never_wraps() {
+        let offered = [seg(1, 100, u64::MAX - 200)];
+        let mut s = offered.to_vec();
+        overclaim(&mut s, &offered);
+        assert_eq!(s[0].length, 200);
+        assert!(s[0].is_valid());
+    }
+}
