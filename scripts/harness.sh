@@ -67,7 +67,7 @@ case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
 # The default tests. Whether chunks may be used under krb5i/krb5p is
 # decided above the fabric, so the Kerberos test runs over rxe only.
 if [ -z "$tests" ]; then
-	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_load.sh"
+	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_server_loss.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
 	tests="$tests nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh hostile_peer.sh"
 	# --without leaves some of the default tests out.

@@ -16,9 +16,9 @@ cd "$RPCRDMA_RS_TOP"
 # --full: every test in every run. Without it (what CI runs, to stay
 # within its time on two cores), rpcrdma_rs runs everything, over siw
 # with 20 unload rounds instead of 50; the C reference runs have a
-# one-vCPU client and leave nfs_load.sh out, and over siw nfs_teardown.sh
-# too (where the C client hangs in one case of it anyway). See
-# Documentation/testing.rst.
+# one-vCPU client and leave nfs_load.sh and nfs_server_loss.sh out, and
+# over siw nfs_teardown.sh too (where the C client hangs in one case of
+# it anyway). See Documentation/testing.rst.
 # --soak MINUTES: nothing of the above; one guest pair (rpcrdma_rs over
 # rxe unless --transport or --rdma say otherwise) runs nfs_soak.sh for
 # MINUTES.
@@ -175,8 +175,8 @@ for run in ${HARNESS_RUNS:-c:rxe c:siw rs:rxe rs:siw}; do
 	if [ "$full" = 0 ]; then
 		case "$run" in
 		rs:siw) subset=(--env NFS_LOAD_ROUNDS=20) ;;
-		c:siw) subset=(--cpus 1 --without "nfs_load.sh nfs_teardown.sh") ;;
-		c:*) subset=(--cpus 1 --without nfs_load.sh) ;;
+		c:siw) subset=(--cpus 1 --without "nfs_load.sh nfs_server_loss.sh nfs_teardown.sh") ;;
+		c:*) subset=(--cpus 1 --without "nfs_load.sh nfs_server_loss.sh") ;;
 		esac
 	fi
 	scripts/harness.sh --transport "$1" --rdma "$2" --out "$results/$1-$2" "${harness_args[@]}" \

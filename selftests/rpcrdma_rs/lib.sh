@@ -238,13 +238,15 @@ server_run() {
 # 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,
 # 20 bad_reply_count, 25 local_inv_needed.
 # server_output VAR COMMAND: runs COMMAND in the server guest and sets VAR
-# to what it printed; fails as it failed. (Not in a $(...) subshell: the
-# command counter must advance in this shell.)
+# to what it printed, also when it failed (what it said is then the
+# diagnosis); fails as it failed. (Not in a $(...) subshell: the command
+# counter must advance in this shell.)
 server_output() {
-	local var=$1 tag="$RUN_DIR/server-cmd-$$-$server_cmd_seq"
+	local var=$1 tag="$RUN_DIR/server-cmd-$$-$server_cmd_seq" rc=0
 	shift
-	server_run "$@" || return
-	printf -v "$var" '%s' "$(cat "$tag.log")"
+	server_run "$@" || rc=$?
+	printf -v "$var" '%s' "$(cat "$tag.log" 2>/dev/null)"
+	return "$rc"
 }
 
 # server_rdma_stat VAR NAME: sets VAR to the server's svcrdma counter
@@ -255,6 +257,14 @@ server_rdma_stat() {
 
 mountstats_field() {
 	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
+}
+
+# server_written MNT: bytes the NFS mount at MNT has had written by the
+# server (mountstats "bytes:" line, serverwritebytes): how far a writer
+# has got, where the file's size cannot tell (fio sizes it up front).
+server_written() {
+	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
+		found && $1 == "bytes:" { print $7; exit }' /proc/self/mountstats
 }
 
 # rs_xprt_field NAME: NAME's value for the one rpcrdma_rs transport in
@@ -290,6 +300,16 @@ break_checksums() {
 # moved on by one (0 to 1, ..., f to 0), so that every checksum changes.
 rotate_first_digit() {
 	sed 'h; s/^\(.\).*/\1/; y/0123456789abcdef/123456789abcdef0/; G; s/\n.//'
+}
+
+# expected SUM: a checksum as the data checks expect it. BREAK_DATA_CHECK=1
+# (the harness's self-test) makes it wrong, as break_checksums does.
+expected() {
+	if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
+		printf '%s\n' "$1" | rotate_first_digit
+	else
+		printf '%s\n' "$1"
+	fi
 }
 
 # Drops clean page cache, so that reads go to the server.

@@ -102,15 +102,6 @@ rs_not_run() {
 	done
 }
 
-# expected SUM: a checksum as the data checks expect it. BREAK_DATA_CHECK=1
-# (the harness's self-test) makes it wrong, as break_checksums does.
-expected() {
-	if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
-		printf '%s\n' "$1" | rotate_first_digit
-	else
-		printf '%s\n' "$1"
-	fi
-}
 [ "${BREAK_DATA_CHECK:-0}" = 1 ] && tap_diag "BREAK_DATA_CHECK=1: every expected checksum is wrong"
 
 fio_pids=()

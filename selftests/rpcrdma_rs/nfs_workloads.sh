@@ -138,13 +138,6 @@ rm -rf "$dir"
 server_run "rm -rf /srv/export/big"
 tap_check "unmount" umount "$mnt"
 
-# Bytes the NFS mount at MNT has written to the server (mountstats
-# "bytes:" line, serverwritebytes).
-server_written() {
-	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "bytes:" { print $7; exit }' /proc/self/mountstats
-}
-
 # Reconnect: restart nfsd while fio writes and then verifies (NFSv3: no
 # state to reclaim, so only the transport is under test).
 restart_during_fio() {
