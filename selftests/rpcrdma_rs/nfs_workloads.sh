@@ -4,15 +4,14 @@
 # NFS workloads over RDMA: fio with verification (sequential 1 MiB and
 # random 4 KiB, direct and buffered), a tree of small files copied and
 # compared by checksum, a directory of 10,000 entries listed in full, the
-# chunk counters these leave behind, and an nfsd restart in the middle of
-# a verified fio run, and the client's RDMA device removed and re-added
-# under a mount.
+# chunk counters these leave behind. (Reconnects under I/O are
+# nfs_server_loss.sh's and nfs_teardown.sh's.)
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-tap_plan 18
+tap_plan 16
 
 mnt=/mnt/nfs-work
 scratch=/mnt/scratch-work
@@ -138,68 +137,4 @@ rm -rf "$dir"
 server_run "rm -rf /srv/export/big"
 tap_check "unmount" umount "$mnt"
 
-# Reconnect: restart nfsd while fio writes and then verifies (NFSv3: no
-# state to reclaim, so only the transport is under test).
-restart_during_fio() {
-	local pid rc i
-	nfs_mount 3 "$mnt" || return 1
-	mkdir -p "$mnt/restart"
-	fio_job restart "$mnt/restart" --rw=write --bs=1M --size=24M --direct=1 &
-	pid=$!
-	# nfsd restarts once fio has written its first MiB to the server, how
-	# long that takes on this machine (at most two minutes), not after a
-	# fixed guess; fio must still be running then, or the restart would not
-	# be under I/O. The file's size cannot tell: fio sizes it up front.
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		[ "$(server_written "$mnt")" -ge $((1 << 20)) ] 2>/dev/null && break
-		sleep 0.1
-	done
-	if ! kill -0 "$pid" 2>/dev/null; then
-		wait "$pid"
-		tap_diag "fio ended (status $?) before nfsd restarted"
-		return 1
-	fi
-	tap_diag "restarting nfsd under fio, $(server_written "$mnt") bytes written"
-	if ! server_run 'rpc.nfsd 0 && sleep 3 && rpc.nfsd 8 && echo "rdma 20049" >/proc/fs/nfsd/portlist'; then
-		# fio cannot finish without the server: no waiting for it.
-		tap_diag "nfsd restart failed (server-cmd-*.log in the run directory)"
-		return 1
-	fi
-	wait "$pid"
-	rc=$?
-	tap_diag "$(mount_xprt_line "$mnt")"
-	[ "$rc" = 0 ] || { tap_diag "fio exited $rc"; return 1; }
-	positive "$(($(mountstats_field "$mnt" 3) - 1))" || { tap_diag "no reconnect"; return 1; }
-	rm -rf "$mnt/restart"
-}
-tap_check "nfsd restarted during verified fio: no data error, reconnected" restart_during_fio
-umount "$mnt" 2>/dev/null
-
-# Device removal: the client's RDMA device goes away (rdma link del) under
-# a mounted file system and comes back; the transport must let go of the
-# device (the removal waits for that), and reconnect once it is back.
-# (Removing it under in-flight I/O also works, but the server may then sit
-# on a request it took from the dead connection for minutes, which makes
-# the timing of such a test unbounded.)
-remove_device() {
-	local dev ifname before
-	dev=$(rdma_dev)
-	ifname=$(nic_by_mac "$CLIENT_MAC") || return 1
-	nfs_mount 3 "$mnt" || return 1
-	head -c 3000000 /dev/urandom >"$scratch/removal.bin"
-	cp "$scratch/removal.bin" "$mnt/removal.bin" || return 1
-	before=$(mountstats_field "$mnt" 3)
-	rdma link del "$dev" || { tap_diag "rdma link del failed"; return 1; }
-	sleep 3
-	rdma link add "$dev" type "$RDMA" netdev "$ifname" || { tap_diag "rdma link add failed"; return 1; }
-	drop_caches
-	cmp "$scratch/removal.bin" "$mnt/removal.bin" || return 1
-	tap_diag "$(mount_xprt_line "$mnt")"
-	[ "$(mountstats_field "$mnt" 3)" -gt "$before" ] || { tap_diag "no reconnect"; return 1; }
-	rm -f "$mnt/removal.bin"
-}
-tap_check "RDMA device removed and re-added under a mount: reconnected, data intact" \
-	remove_device
-umount "$mnt" 2>/dev/null
 tap_exit
