@@ -6,9 +6,15 @@
 # until the fault under test fires. The MOUNT call goes to the server's
 # real mountd over TCP; the peer takes nfsd's root handle as its own root.
 #
-# Each case starts a fresh peer with its fault, mounts with a soft mount
-# and short timeouts, does the I/O that triggers the fault, and checks:
-#   1. the mount works (so the previous case left the client usable);
+# One peer serves every case. Each case writes its name and the peer's
+# settings for it to the peer's case file (--fault-file, in the run
+# directory both guests share); the peer disconnects the case before's
+# connections and starts its directory and the fault's count afresh, as a
+# new peer would, and runs the case on its next connection. The case then
+# mounts with a soft mount and short timeouts, does the I/O that triggers
+# the fault, and checks:
+#   1. the mount works, over a new connection that the peer accepted
+#      under this case (so the previous case left the client usable);
 #   2. the peer did its part (the fault fired) and the I/O ended in time;
 #   3. what the I/O returned is the right data or an error, never wrong
 #      data (for the FRWR cases: the client's page cache is unchanged
@@ -18,6 +24,12 @@
 # With TRANSPORT=c the same cases run as the reference: where the C client
 # differs in 3 or 4, the case passes with a "C differs" diagnostic.
 # A last case mounts a well-behaved peer again and moves data both ways.
+# Each case says how long it took ("# NAME: N s").
+#
+# Under TCG every process the test starts costs about a tenth of a second
+# (binaries come over 9p), so the steps of a case are shell builtins where
+# they can be: the mount, the I/O and the unmount, each under timeout, and
+# dmesg where a log line is checked, are its only processes.
 #
 # HOSTILE_PEER_CASES="name ..." runs only those cases.
 # The checks are called by name (rs_*, check_*).
@@ -29,15 +41,19 @@ PEER=$(cd "$SELFTEST_DIR/../.." && pwd)/rust/peer/target/release/rpcrdma-peer
 PORT=20050
 LOG_DIR=$RUN_DIR/hostile_peer
 CLIENT_LOG=$LOG_DIR/client.log
+# What the peer's next connection runs: "NAME ARGS..." (its --fault-file).
+CASE_FILE=$LOG_DIR/case
 MNT=/mnt/hostile-peer
 SCRATCH=/run/hostile-peer
 # Soft, with a 3 s timeout and one retransmission: a silent server costs at
 # most 3 + 6 s before the I/O fails. MOUNT goes to the real mountd over
 # TCP, found through rpcbind; noacl keeps NFSACL calls away from the peer.
+# mount -i: the kernel makes the MOUNT call itself (given addr=), and no
+# mount.nfs runs first to probe rpcbind and mountd.
 MOUNT_OPTS="vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,noacl,soft,timeo=30,retrans=1"
 # Every wait is bounded; the peer also exits by itself.
 IO_LIMIT=60
-PEER_LIFETIME=300
+PEER_LIFETIME=1800
 
 # name | I/O | peer arguments | the client's account (a check below)
 CASES=(
@@ -68,23 +84,27 @@ CASES=(
 	"frwr-read-after-reply | write | --fault frwr-read-after-reply --on write --no-send-inv | frwr read"
 )
 
-field() { # LINE N: the Nth "|"-separated field of LINE, trimmed
+# split_case LINE: sets case_name, io_kind, args and check from a line of
+# CASES, each trimmed.
+split_case() {
 	local f
-	f=$(cut -d'|' -f"$2" <<<"$1")
-	read -r f <<<"$f"
-	printf '%s' "$f"
+	IFS='|' read -r case_name io_kind args check <<<"$1"
+	for f in case_name io_kind args check; do
+		read -r "${f?}" <<<"${!f}"
+	done
 }
 
 selected=()
 for c in "${CASES[@]}"; do
-	name=$(field "$c" 1)
-	if [ -z "${HOSTILE_PEER_CASES:-}" ] || [[ " $HOSTILE_PEER_CASES " == *" $name "* ]]; then
+	split_case "$c"
+	if [ -z "${HOSTILE_PEER_CASES:-}" ] || [[ " $HOSTILE_PEER_CASES " == *" $case_name "* ]]; then
 		selected+=("$c")
 	fi
 done
 
 require_rdma_xprt "hostile peer"
 tap_plan $((4 * ${#selected[@]} + 1))
+run_start=${EPOCHREALTIME/[.,]/}
 
 mkdir -p "$LOG_DIR" "$MNT" "$SCRATCH"
 : >"$CLIENT_LOG"
@@ -102,31 +122,68 @@ if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	expected_w=$(rotate_first_digit <<<"$expected_w")
 fi
 
+# ---- Waiting without a process ----
+
+# snooze SECONDS: a read that times out on a FIFO nobody writes to.
+[ -p "$SCRATCH/snooze" ] || mkfifo "$SCRATCH/snooze"
+exec {snooze_fd}<>"$SCRATCH/snooze"
+snooze() { read -r -t "$1" -u "$snooze_fd" _ || :; }
+
+# wait_until SECONDS COMMAND...: true once COMMAND is, tried every 0.1 s.
+wait_until() {
+	local i n=$(($1 * 10))
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		snooze 0.1
+	done
+	"$@"
+}
+
+# elapsed START: sets secs to the seconds since START (microseconds since
+# the epoch, as run_start), to a tenth.
+elapsed() {
+	local us=$((${EPOCHREALTIME/[.,]/} - $1))
+	printf -v secs '%d.%d' $((us / 1000000)) $((us / 100000 % 10))
+}
+
 # ---- The peer, in the server guest ----
 
-# peer_start NAME ARGS...: starts a peer whose events go to
-# $LOG_DIR/NAME.log; true once it listens.
+peer_n=0
+PEER_LOG=/dev/null
+PEER_PID=
+peer_mark=0
+peer_lines=()
+
+# peer_start: starts a peer whose events go to $LOG_DIR/peer-N.log, and
+# waits in the server guest until it listens; true once it does.
 peer_start() {
-	local name=$1 log=$LOG_DIR/$1.log pidf=$LOG_DIR/$1.pid i
-	shift
-	rm -f "$log" "$pidf"
-	server_run "'$PEER' --listen 0.0.0.0:$PORT --lifetime $PEER_LIFETIME $* \
-		</dev/null >'$log' 2>&1 & echo \$! >'$pidf'" || return 1
-	for ((i = 0; i < 150; i++)); do
-		grep -q '^listening ' "$log" 2>/dev/null && return 0
-		grep -q '^exit ' "$log" 2>/dev/null && break
-		sleep 0.1
-	done
-	tap_diag "$name: the peer did not start: $(tail -n 2 "$log" 2>/dev/null | tr '\n' ' ')"
+	peer_n=$((peer_n + 1))
+	PEER_LOG=$LOG_DIR/peer-$peer_n.log
+	PEER_PID=$LOG_DIR/peer-$peer_n.pid
+	peer_mark=0
+	rm -f "$PEER_LOG" "$PEER_PID" "$CASE_FILE"
+	if server_run "'$PEER' --listen 0.0.0.0:$PORT --lifetime $PEER_LIFETIME \
+		--fault-file '$CASE_FILE' </dev/null >'$PEER_LOG' 2>&1 & echo \$! >'$PEER_PID'
+		for i in \$(seq 150); do
+			grep -q '^listening ' '$PEER_LOG' && exit 0
+			grep -q '^exit ' '$PEER_LOG' && exit 1
+			sleep 0.1
+		done
+		exit 1"; then
+		return 0
+	fi
+	peer_read
+	peer_last 2
+	tap_diag "the peer did not start: $last"
 	return 1
 }
 
-# peer_stop NAME: stops the peer and waits until it is gone (a zombie
-# counts as gone: the guest's init need not reap it at once).
+# peer_stop: stops the peer and waits until it is gone (a zombie counts as
+# gone: the guest's init need not reap it at once).
 peer_stop() {
-	local pidf=$LOG_DIR/$1.pid
-	[ -s "$pidf" ] || return 0
-	server_run "pid=\$(cat '$pidf')
+	[ -s "$PEER_PID" ] || return 0
+	server_run "pid=\$(cat '$PEER_PID')
 		gone() { local s; s=\$(awk '{ print \$3 }' /proc/\$pid/stat 2>/dev/null) || return 0
 			[ -z \"\$s\" ] || [ \"\$s\" = Z ]; }
 		kill \$pid 2>/dev/null
@@ -134,58 +191,171 @@ peer_stop() {
 		kill -9 \$pid; sleep 1; gone"
 }
 
-# peer_wait NAME REGEX SECONDS: waits for an event line of the peer.
-peer_wait() {
-	local log=$LOG_DIR/$1.log i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -qE "$2" "$log" 2>/dev/null && return 0
-		sleep 0.1
+# peer_alive: the peer's process is still there (asks the server guest).
+peer_alive() {
+	[ -s "$PEER_PID" ] && server_run "kill -0 \$(cat '$PEER_PID') 2>/dev/null"
+}
+
+# peer_read: peer_lines gets the peer's event lines since the mark.
+peer_read() {
+	peer_lines=()
+	[ -r "$PEER_LOG" ] && mapfile -t -s "$peer_mark" peer_lines <"$PEER_LOG"
+	:
+}
+
+# peer_last N: sets last to the last N of peer_lines, joined by "; ".
+peer_last() {
+	local n=${#peer_lines[@]}
+	local from=$((n > $1 ? n - $1 : 0))
+	printf -v last '%s; ' "${peer_lines[@]:from}"
+	last=${last%; }
+}
+
+# peer_has REGEX: an event line since the mark matches.
+peer_has() {
+	local l
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ $1 ]] && return 0
 	done
 	return 1
 }
 
+# peer_case NAME ARGS: the peer's next connection runs case NAME with
+# ARGS; its event lines from now on are this case's.
+peer_case() {
+	peer_read
+	peer_mark=$((peer_mark + ${#peer_lines[@]}))
+	printf '%s %s\n' "$1" "$2" >"$CASE_FILE"
+}
+
+# peer_took_case NAME: the peer has taken case NAME and then accepted a
+# connection; the mark moves to its case line, so that what came before
+# (the case before's connections going) is not this case's.
+peer_took_case() {
+	local i taken=
+	peer_read
+	for i in "${!peer_lines[@]}"; do
+		case "${peer_lines[i]}" in
+		"case name=$1 "*) taken=$i ;;
+		"accepted "*)
+			if [ -n "$taken" ]; then
+				peer_mark=$((peer_mark + taken))
+				return 0
+			fi
+			;;
+		esac
+	done
+	return 1
+}
+
+# peer_case_end NAME: keeps the case's event lines in $LOG_DIR/NAME.log.
+peer_case_end() {
+	peer_read
+	if [ "${#peer_lines[@]}" -gt 0 ]; then
+		printf '%s\n' "${peer_lines[@]}" >"$LOG_DIR/$1.log"
+	else
+		: >"$LOG_DIR/$1.log"
+	fi
+	peer_mark=$((peer_mark + ${#peer_lines[@]}))
+}
+
 # ---- The client ----
 
+mount_helper=0
+mounted_once=0
+
+# peer_mount: mounts the peer at $MNT. Should the kernel refuse mount -i
+# before any mount worked, mount.nfs mounts from then on.
 peer_mount() {
-	timeout 90 mount -t nfs -o "$MOUNT_OPTS" "$SERVER_IP4:/srv/export" "$MNT" >>"$CLIENT_LOG" 2>&1 ||
-		return 1
+	local rc
+	if [ "$mount_helper" = 0 ]; then
+		timeout 90 mount -i -t nfs -o "$MOUNT_OPTS,addr=$SERVER_IP4" "$SERVER_IP4:/srv/export" "$MNT" \
+			>>"$CLIENT_LOG" 2>&1
+		rc=$?
+		if [ "$rc" != 0 ] && [ "$mounted_once" = 0 ]; then
+			tap_diag "mount -i failed ($rc): mounting through mount.nfs from now on"
+			mount_helper=1
+		fi
+	fi
+	if [ "$mount_helper" = 1 ]; then
+		timeout 90 mount -t nfs -o "$MOUNT_OPTS" "$SERVER_IP4:/srv/export" "$MNT" >>"$CLIENT_LOG" 2>&1
+		rc=$?
+	fi
+	[ "$rc" = 0 ] || return 1
+	mounted_once=1
 	rdma_mount_carrier_ok "$SERVER_IP4" && return 0
 	peer_umount
 	return 1
 }
 
-peer_umount() {
-	mountpoint -q "$MNT" || return 0
-	timeout 30 umount "$MNT" >>"$CLIENT_LOG" 2>&1 && return 0
-	umount -f -l "$MNT" >>"$CLIENT_LOG" 2>&1
+# is_mounted: something is mounted at $MNT.
+is_mounted() {
+	local l w
+	mapfile -t mnts </proc/self/mounts
+	for l in "${mnts[@]}"; do
+		read -r -a w <<<"$l"
+		[ "${w[1]}" = "$MNT" ] && return 0
+	done
 	return 1
 }
 
-# sum_of FILE: its SHA-256; fails as reading it in time failed.
-sum_of() {
-	local rc
-	timeout "$IO_LIMIT" cat "$1" >"$SCRATCH/read.out" 2>>"$CLIENT_LOG"
-	rc=$?
-	[ "$rc" = 0 ] || return "$rc"
-	sha256sum <"$SCRATCH/read.out" | cut -d' ' -f1
+peer_umount() {
+	is_mounted || return 0
+	timeout 30 umount -i "$MNT" >>"$CLIENT_LOG" 2>&1 && return 0
+	umount -i -f -l "$MNT" >>"$CLIENT_LOG" 2>&1
+	return 1
 }
 
-# verdict STATUS SUM EXPECTED: ok, error, hung or wrong.
+# mount_xprt: sets xprt_line to the "xprt:" line of the mount at $MNT in
+# /proc/self/mountstats (as mount_xprt_line prints it) and xprt to its
+# words: field N as mountstats_field numbers them is ${xprt[N + 1]}
+# (3 connect_count, 8 bad_xids). Fails when there is none.
+mount_xprt() {
+	local l w found=0
+	xprt_line=
+	xprt=()
+	mapfile -t ms </proc/self/mountstats
+	for l in "${ms[@]}"; do
+		if [[ $l == "device "* ]]; then
+			read -r -a w <<<"$l"
+			[ "${w[4]}" = "$MNT" ] && found=1 || found=0
+		elif [ "$found" = 1 ] && [[ $l =~ ^[[:space:]]*xprt: ]]; then
+			xprt_line=$l
+			read -r -a xprt <<<"$l"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# sum_of FILE: sets sum to its SHA-256; fails as reading it in time failed.
+sum_of() {
+	local rc
+	sum=
+	timeout "$IO_LIMIT" sha256sum "$1" >"$SCRATCH/sum.out" 2>>"$CLIENT_LOG"
+	rc=$?
+	[ "$rc" = 0 ] && read -r sum _ <"$SCRATCH/sum.out"
+	return "$rc"
+}
+
+# verdict STATUS SUM EXPECTED: sets io to ok, error, hung or wrong.
 verdict() {
 	case "$1" in
-	0) [ "$2" = "$3" ] && echo ok || echo wrong ;;
-	124 | 137) echo hung ;;
-	*) echo error ;;
+	0) [ "$2" = "$3" ] && io=ok || io=wrong ;;
+	124 | 137) io=hung ;;
+	*) io=error ;;
 	esac
 }
 
 # do_io KIND: the I/O that triggers the fault; sets io to its verdict.
 do_io() {
-	local sum rc
+	local rc l
+	sum=
 	case "$1" in
 	read)
-		sum=$(sum_of "$MNT/data64k")
-		io=$(verdict $? "$sum" "$expected")
+		sum_of "$MNT/data64k"
+		verdict $? "$sum" "$expected"
 		;;
 	write)
 		timeout "$IO_LIMIT" dd if="$SCRATCH/w64k" of="$MNT/w64k" bs=64k conv=fsync \
@@ -195,18 +365,22 @@ do_io() {
 			# What the server stored, not the page cache.
 			sync
 			echo 3 >/proc/sys/vm/drop_caches
-			sum=$(sum_of "$MNT/w64k")
+			sum_of "$MNT/w64k"
 			rc=$?
 		fi
-		io=$(verdict "$rc" "$sum" "$expected_w")
+		verdict "$rc" "$sum" "$expected_w"
 		;;
 	ls)
 		timeout "$IO_LIMIT" ls -l "$MNT" >"$SCRATCH/ls.out" 2>>"$CLIENT_LOG"
 		rc=$?
 		if [ "$rc" = 0 ]; then
-			grep -q ' data64k$' "$SCRATCH/ls.out" && io=ok || io=wrong
+			io=wrong
+			mapfile -t listing <"$SCRATCH/ls.out"
+			for l in "${listing[@]}"; do
+				[[ $l == *" data64k" ]] && io=ok
+			done
 		else
-			io=$(verdict "$rc" "" "")
+			verdict "$rc" "" ""
 		fi
 		;;
 	esac
@@ -216,15 +390,59 @@ do_io() {
 # says what was seen. Those named rs_* read what only rpcrdma_rs shows
 # (its log lines, its debugfs) and do not run under the C transport. ----
 
-dmesg_since_mark() { dmesg | tail -n "+$((dmesg_mark + 1))"; }
+# dmesg_set_mark: the kernel log's lines so far are not this case's.
+dmesg_set_mark() {
+	mapfile -t kmsg < <(dmesg)
+	dmesg_mark=${#kmsg[@]}
+}
+
+# dmesg_since_mark: kmsg gets the kernel log's lines since the mark.
+dmesg_since_mark() { mapfile -t -s "$dmesg_mark" kmsg < <(dmesg); }
+
+# rs_xprt NAME...: sets xv to the values of NAME... (empty when absent) for
+# the one rpcrdma_rs transport in debugfs, in one read of the report. A
+# transport whose mount is gone lingers until its destroy work has run, so
+# this waits up to 30 s for the count to settle at one (as rs_xprt_field).
+rs_xprt() {
+	local f=/sys/kernel/debug/rpcrdma_rs/xprts i k v n l report=()
+	local -A seen
+	for ((i = 0; i < 300; i++)); do
+		report=()
+		[ -r "$f" ] && mapfile -t report <"$f"
+		n=
+		seen=()
+		for l in "${report[@]}"; do
+			read -r k v _ <<<"$l"
+			[ "$k" = transports ] && n=$v
+			[ -n "$k" ] && [ -z "${seen[$k]+set}" ] && seen[$k]=$v
+		done
+		if [ "$n" = 1 ]; then
+			xv=()
+			for k; do
+				xv+=("${seen[$k]:-}")
+			done
+			return 0
+		fi
+		snooze 0.1
+	done
+	echo "rs_xprt $*: not exactly one transport in $f: ${report[*]}" >>"$CLIENT_LOG"
+	xv=()
+	for k; do
+		xv+=("")
+	done
+	return 1
+}
 
 rs_logged() {
-	local i
+	local i l re="$*"
 	for ((i = 0; i < 50; i++)); do
-		dmesg_since_mark | grep -qE -- "$*" && { why="logged"; return 0; }
-		sleep 0.1
+		dmesg_since_mark
+		for l in "${kmsg[@]}"; do
+			[[ $l =~ $re ]] && { why="logged"; return 0; }
+		done
+		snooze 0.1
 	done
-	why="no line matching '$*' in dmesg"
+	why="no line matching '$re' in dmesg"
 	return 1
 }
 
@@ -232,21 +450,21 @@ rs_pd() { # SEND RECV RINV INLINE_SEND INLINE_RECV as debugfs shows them
 	local got want
 	if [ "$1" = none ]; then
 		want="none - - $4 $5"
-		got="$(rs_xprt_field peer_private_data 2>>"$CLIENT_LOG") - -"
+		rs_xprt peer_private_data inline_send inline_recv
+		got="${xv[0]} - - ${xv[1]} ${xv[2]}"
 	else
 		want="$1 $2 $3 $4 $5"
-		got="$(rs_xprt_field peer_send_size 2>>"$CLIENT_LOG") $(rs_xprt_field peer_recv_size 2>>"$CLIENT_LOG")"
-		got="$got $(rs_xprt_field peer_remote_invalidation 2>>"$CLIENT_LOG")"
+		rs_xprt peer_send_size peer_recv_size peer_remote_invalidation inline_send inline_recv
+		got="${xv[0]} ${xv[1]} ${xv[2]} ${xv[3]} ${xv[4]}"
 	fi
-	got="$got $(rs_xprt_field inline_send 2>>"$CLIENT_LOG") $(rs_xprt_field inline_recv 2>>"$CLIENT_LOG")"
 	why="peer send/recv/R, inline send/recv: $got (want $want)"
 	[ "$got" = "$want" ]
 }
 
 rs_credits() { # 1 | requested
 	local granted requested
-	granted=$(rs_xprt_field credits_granted 2>>"$CLIENT_LOG")
-	requested=$(rs_xprt_field credits_requested 2>>"$CLIENT_LOG")
+	rs_xprt credits_granted credits_requested
+	granted=${xv[0]} requested=${xv[1]}
 	why="credits granted $granted of $requested requested"
 	if [ "$1" = requested ]; then
 		[ -n "$granted" ] && [ "$granted" = "$requested" ]
@@ -257,24 +475,33 @@ rs_credits() { # 1 | requested
 
 check_bad_xids() {
 	local n
-	n=$(mountstats_field "$MNT" 8)
+	mount_xprt
+	n=${xprt[9]}
 	why="bad_xids $n"
 	[ "${n:-0}" -gt 0 ]
 }
 
 check_duplicate() {
-	local n
-	n=$(mountstats_field "$MNT" 8)
+	local n l
+	mount_xprt
+	n=${xprt[9]}
 	why="bad_xids $n"
 	[ "${n:-0}" -gt 0 ] && return 0
-	dmesg_since_mark | grep -q 'duplicate reply dropped' && { why="logged"; return 0; }
-	[ "$TRANSPORT" = rs ] && why="$why, duplicate_replies $(rs_xprt_field duplicate_replies 2>>"$CLIENT_LOG")"
+	dmesg_since_mark
+	for l in "${kmsg[@]}"; do
+		[[ $l == *"duplicate reply dropped"* ]] && { why="logged"; return 0; }
+	done
+	if [ "$TRANSPORT" = rs ]; then
+		rs_xprt duplicate_replies
+		why="$why, duplicate_replies ${xv[0]}"
+	fi
 	return 1
 }
 
 check_reconnected() {
 	local n
-	n=$(mountstats_field "$MNT" 3)
+	mount_xprt
+	n=${xprt[4]}
 	why="connect_count $n"
 	[ "${n:-0}" -ge 2 ]
 }
@@ -283,11 +510,14 @@ check_reconnected() {
 # failed. Over iWARP a Write completes locally and the client refuses it
 # by terminating the connection: the QP's state tells.
 check_frwr() {
-	local line status qp
-	line=$(grep -s "^frwr-after-reply $1 " "$LOG_DIR/$case_name.log" | head -n 1)
+	local l line="" status="" qp=""
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l == "frwr-after-reply $1 "* ]] && { line=$l; break; }
+	done
 	why="peer: ${line:-no frwr-after-reply line}"
-	status=$(sed -n 's/.* status=\([A-Z_]*\).*/\1/p' <<<"$line")
-	qp=$(sed -n 's/.* qp=\([A-Z]*\).*/\1/p' <<<"$line")
+	[[ $line =~ \ status=([A-Z_]*) ]] && status=${BASH_REMATCH[1]}
+	[[ $line =~ \ qp=([A-Z]*) ]] && qp=${BASH_REMATCH[1]}
 	case "$RDMA:$status" in
 	*:REM_ACCESS_ERR) return 0 ;;
 	siw:SUCCESS) [ "$1" = write ] && [ "$qp" = ERR ] ;;
@@ -296,47 +526,82 @@ check_frwr() {
 	esac
 }
 
+# case_done NAME START: what the case's time went to, and its peer log.
+case_done() {
+	peer_case_end "$1"
+	elapsed "$2"
+	tap_diag "$1: $secs s"
+}
+
 # run_case LINE
 run_case() {
-	local io_kind args check io secs start sum
-	case_name=$(field "$1" 1)
-	io_kind=$(field "$1" 2)
-	args=$(field "$1" 3)
-	check=$(field "$1" 4)
+	local case_name io_kind args check io sum secs start l last shown=0
+	start=${EPOCHREALTIME/[.,]/}
+	split_case "$1"
 	local name=$case_name
-	echo "=== $name $(date +%T)" >>"$CLIENT_LOG"
-	dmesg_mark=$(dmesg | wc -l)
-	if ! peer_start "$name" "$args" || ! peer_mount; then
-		tap_not_ok "$name: mounted from a fresh peer"
+	local why="" kind=${check%% *} arg=${check#* }
+	printf '=== %s %(%T)T\n' "$name" -1 >>"$CLIENT_LOG"
+	dmesg_mark=0
+	if [ "$kind" = duplicate ] || { [ "$kind" = logged ] && [ "$TRANSPORT" = rs ]; }; then
+		dmesg_set_mark
+	fi
+	peer_case "$name" "$args"
+	why="the mount failed"
+	if peer_mount; then
+		why=
+		if ! wait_until 3 peer_took_case "$name"; then
+			peer_last 3
+			why="no connection accepted under this case; the peer: $last"
+		fi
+	fi
+	if [ -n "$why" ]; then
+		tap_not_ok "$name: mounted, over a new connection to the peer ($why)"
 		tap_not_ok "$name: the fault fired and the I/O ended in time (not mounted)"
 		tap_not_ok "$name: right data or an error (not mounted)"
 		tap_not_ok "$name: the client's account (not mounted)"
-		peer_stop "$name"
+		peer_umount || tap_diag "$name: unmount needed -f -l"
+		peer_case_end "$name"
+		if ! peer_alive; then
+			peer_mark=0
+			peer_read
+			peer_last 2
+			tap_diag "$name: the peer had gone: $last"
+			peer_start
+		fi
+		elapsed "$start"
+		tap_diag "$name: $secs s"
 		return
 	fi
-	tap_ok "$name: mounted from a fresh peer"
+	tap_ok "$name: mounted, over a new connection to the peer"
 
-	start=$SECONDS
+	local io_start=${EPOCHREALTIME/[.,]/}
 	do_io "$io_kind"
-	secs=$((SECONDS - start))
+	elapsed "$io_start"
+	local io_secs=$secs
 	if [ "${check%% *}" = frwr ]; then
 		# The peer touches the old rkeys a moment after its Reply.
-		peer_wait "$name" '^frwr-after-reply ' 30 || tap_diag "$name: no probe result from the peer"
+		wait_until 30 peer_has '^frwr-after-reply ' || tap_diag "$name: no probe result from the peer"
 	fi
 	if [ "$check" = "frwr write" ] && [ "$io" = ok ]; then
 		# The page cache must not show what the peer wrote to the
 		# READ's old rkeys.
-		sum=$(sum_of "$MNT/data64k")
-		io=$(verdict $? "$sum" "$expected")
+		sum_of "$MNT/data64k"
+		verdict $? "$sum" "$expected"
 	fi
-	tap_diag "$name: I/O $io in ${secs}s; $(mount_xprt_line "$MNT")"
-	grep -E '^(fault|frwr|completion|reply-failed|call-failed|connect-refused)' "$LOG_DIR/$name.log" \
-		2>/dev/null | head -n 5 | sed "s/^/# $name: peer: /"
+	mount_xprt
+	tap_diag "$name: I/O $io in ${io_secs}s; $xprt_line"
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ ^(fault|frwr|completion|reply-failed|call-failed|connect-refused|case-error) ]] || continue
+		tap_diag "$name: peer: $l"
+		shown=$((shown + 1))
+		[ "$shown" = 5 ] && break
+	done
 
 	local fired=1
 	case "$args" in
-	*--fault*) grep -qs '^fault-fired ' "$LOG_DIR/$name.log" || fired=0 ;;
-	*) grep -qs '^call ' "$LOG_DIR/$name.log" || fired=0 ;;
+	*--fault*) peer_has '^fault-fired ' || fired=0 ;;
+	*) peer_has '^call ' || fired=0 ;;
 	esac
 	if [ "$fired" = 1 ] && [ "$io" != hung ]; then
 		tap_ok "$name: the fault fired and the I/O ended in time ($io)"
@@ -352,7 +617,6 @@ run_case() {
 		tap_not_ok "$name: right data or an error (wrong data)"
 	fi
 
-	local why="" kind=${check%% *} arg=${check#* }
 	if [ "$TRANSPORT" != rs ] && declare -F "rs_$kind" >/dev/null; then
 		tap_ok "$name: the client's account (rpcrdma_rs only)"
 	elif declare -F "rs_$kind" >/dev/null; then
@@ -371,26 +635,38 @@ run_case() {
 	fi
 
 	peer_umount || tap_diag "$name: unmount needed -f -l"
-	peer_stop "$name" || tap_diag "$name: the peer did not stop"
+	case_done "$name" "$start"
 }
 
+peer_start
 for c in "${selected[@]}"; do
 	run_case "$c"
 done
 
-# A well-behaved peer again: both directions, chunks included.
+# A well-behaved peer again: a new case, so a new directory, and a new
+# connection; both directions, chunks included.
 final_check() {
-	peer_start final "" && peer_mount || return 1
+	peer_case final ""
+	peer_mount || return 1
+	if ! wait_until 3 peer_took_case final; then
+		tap_diag "final: no connection accepted under this case"
+		return 1
+	fi
 	do_io write
 	[ "$io" = ok ] || { tap_diag "final: write and read back: $io"; return 1; }
 	do_io read
 	[ "$io" = ok ] || { tap_diag "final: read: $io"; return 1; }
 	do_io ls
 	[ "$io" = ok ] || { tap_diag "final: ls: $io"; return 1; }
-	tap_diag "final: $(mount_xprt_line "$MNT")"
+	mount_xprt
+	tap_diag "final: $xprt_line"
 	peer_umount
 }
+final_start=${EPOCHREALTIME/[.,]/}
 tap_check "final: a well-behaved peer serves a new mount, both ways" final_check
 peer_umount
-peer_stop final
+case_done final "$final_start"
+peer_stop || tap_diag "the peer did not stop"
+elapsed "$run_start"
+tap_diag "hostile_peer.sh: $secs s"
 tap_exit

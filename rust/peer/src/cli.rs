@@ -4,6 +4,7 @@
 //! fault to inject when.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: rpcrdma-peer --listen ADDR:PORT [options]
@@ -30,7 +31,18 @@ Options:
                           on every one from the Nth (default 1)
   --frwr-delay-ms MS      wait before touching stale rkeys (default 1500)
   --lifetime SECONDS      exit by itself after this long (default: never)
+  --fault-file PATH       take each case from PATH (see below)
   -h, --help              this text
+
+Cases: with --fault-file the peer reads PATH at each connection request
+and every 100 ms. Its one line is a case: NAME, then any of
+--private-data, --inline, --credits, --no-send-inv, --fault, --on,
+--after, --times and --frwr-delay-ms. Once the text differs from the
+text last applied, the peer takes the case (what the line leaves out
+takes its default, not this command line's), disconnects its
+connections, starts its directory and the fault's count afresh, and logs
+a case line; its next connection runs the case. A reconnect within the
+case finds the same text and changes nothing.
 
 Faults:
   short-header            a 12-byte transport header
@@ -57,9 +69,9 @@ Faults:
                           rkeys (use with --on write)
 
 Output: one line per event on stdout, words of the form key=value after
-the event's name (listening, connect-request, client-private-data,
-accepted, connected, call, fault-fired, frwr-after-reply, completion,
-disconnected, exit).
+the event's name (listening, case, case-error, connect-request,
+client-private-data, accepted, connected, call, fault-fired,
+frwr-after-reply, completion, disconnected, exit).
 
 Exit status: 0 after SIGINT, SIGTERM or --lifetime; 1 when the RDMA
 set-up fails; 2 for a usage error.
@@ -171,6 +183,7 @@ pub struct Options {
     pub times: u64,
     pub frwr_delay_ms: u64,
     pub lifetime: Option<u64>,
+    pub fault_file: Option<PathBuf>,
 }
 
 /// What parsing produced: options to run with, or a request for help.
@@ -185,26 +198,40 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
         .map_err(|_| format!("{flag}: '{v}' is not a valid number"))
 }
 
-/// Parses the arguments after the program name.
-pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> {
-    let mut listen = None;
-    let mut o = Options {
-        listen: SocketAddr::from(([0, 0, 0, 0], 20050)),
-        private_data: PrivateDataMode::Ok,
-        inline: 4096,
-        credits: 32,
-        send_inv: true,
-        fault: None,
-        on: Some(crate::nfs::proc::READ),
-        after: 1,
-        times: 1,
-        frwr_delay_ms: 1500,
-        lifetime: None,
-    };
+impl Options {
+    /// Every setting at its default; listening on 0.0.0.0:20050.
+    fn defaults() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 20050)),
+            private_data: PrivateDataMode::Ok,
+            inline: 4096,
+            credits: 32,
+            send_inv: true,
+            fault: None,
+            on: Some(crate::nfs::proc::READ),
+            after: 1,
+            times: 1,
+            frwr_delay_ms: 1500,
+            lifetime: None,
+            fault_file: None,
+        }
+    }
+}
+
+/// The options that apply to the whole run, not to one case.
+const WHOLE_RUN: &[&str] = &["--listen", "--lifetime", "--fault-file", "-h", "--help"];
+
+/// Applies `args` to `o`; `listen` gets what `--listen` says. True when
+/// help was asked for.
+fn apply<I: IntoIterator<Item = String>>(
+    o: &mut Options,
+    listen: &mut Option<SocketAddr>,
+    args: I,
+) -> Result<bool, String> {
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
-            return Ok(Parsed::Help);
+            return Ok(true);
         }
         if flag == "--no-send-inv" {
             o.send_inv = false;
@@ -221,6 +248,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
             "--times",
             "--frwr-delay-ms",
             "--lifetime",
+            "--fault-file",
         ];
         if !WITH_VALUE.contains(&flag.as_str()) {
             return Err(format!("unknown option {flag}"));
@@ -228,7 +256,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
         let v = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--listen" => {
-                listen = Some(
+                *listen = Some(
                     v.parse::<SocketAddr>()
                         .map_err(|_| format!("--listen: '{v}' is not ADDR:PORT"))?,
                 )
@@ -266,11 +294,58 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
             "--times" => o.times = number(&flag, &v)?,
             "--frwr-delay-ms" => o.frwr_delay_ms = number(&flag, &v)?,
             "--lifetime" => o.lifetime = Some(number(&flag, &v)?),
+            "--fault-file" => o.fault_file = Some(PathBuf::from(v)),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
+    Ok(false)
+}
+
+/// Parses the arguments after the program name.
+pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> {
+    let mut o = Options::defaults();
+    let mut listen = None;
+    if apply(&mut o, &mut listen, args)? {
+        return Ok(Parsed::Help);
+    }
     o.listen = listen.ok_or("--listen is required")?;
     Ok(Parsed::Run(o))
+}
+
+/// One case from a --fault-file: its name and the options to run it with.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Case {
+    pub name: String,
+    pub opts: Options,
+}
+
+/// Parses the text of a --fault-file: one line, a name, then the options
+/// of the case. The settings of the whole run come from `run`; every
+/// other setting is the default unless the line sets it.
+pub fn parse_case(run: &Options, text: &str) -> Result<Case, String> {
+    let line = text
+        .strip_suffix('\n')
+        .ok_or("no newline at the end of the line")?;
+    if line.contains('\n') {
+        return Err("more than one line".into());
+    }
+    let mut words = line.split_whitespace().map(String::from);
+    let name = words.next().ok_or("no case name")?;
+    if name.starts_with('-') {
+        return Err(format!("no case name before {name}"));
+    }
+    let args: Vec<String> = words.collect();
+    if let Some(a) = args.iter().find(|a| WHOLE_RUN.contains(&a.as_str())) {
+        return Err(format!("{a} is for the command line, not a case"));
+    }
+    let mut opts = Options {
+        listen: run.listen,
+        lifetime: run.lifetime,
+        fault_file: run.fault_file.clone(),
+        ..Options::defaults()
+    };
+    apply(&mut opts, &mut None, args)?;
+    Ok(Case { name, opts })
 }
 
 /// Decides, call by call, whether the fault fires.
@@ -360,6 +435,51 @@ mod tests {
             parse(args("--bogus --listen 1.2.3.4:5")),
             Err("unknown option --bogus".into())
         );
+    }
+
+    #[test]
+    fn fault_file_and_cases() {
+        let Parsed::Run(run) = parse(args(
+            "--listen 0.0.0.0:20050 --lifetime 60 --fault-file /tmp/case --fault silence",
+        ))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(run.fault_file, Some(PathBuf::from("/tmp/case")));
+
+        // What the line leaves out is the default, not the command line's.
+        let c = parse_case(&run, "quiet\n").unwrap();
+        assert_eq!(c.name, "quiet");
+        assert_eq!(c.opts.fault, None);
+        assert_eq!((c.opts.listen, c.opts.lifetime), (run.listen, Some(60)));
+        assert_eq!(c.opts.fault_file, run.fault_file);
+
+        let c = parse_case(
+            &run,
+            "frwr-read  --fault frwr-read-after-reply --on write --no-send-inv --times 0\n",
+        )
+        .unwrap();
+        assert_eq!(c.name, "frwr-read");
+        assert_eq!(c.opts.fault, Some(Fault::FrwrReadAfterReply));
+        assert_eq!(c.opts.on, Some(crate::nfs::proc::WRITE));
+        assert_eq!((c.opts.times, c.opts.send_inv), (0, false));
+        let c = parse_case(&run, "pd --private-data sizes-0 --credits 8\n").unwrap();
+        assert_eq!(
+            (c.opts.private_data, c.opts.credits),
+            (PrivateDataMode::Sizes0, 8)
+        );
+
+        // A line being written (no newline yet), and lines that are wrong.
+        assert!(parse_case(&run, "").is_err());
+        assert!(parse_case(&run, "half --fault sil").is_err());
+        assert!(parse_case(&run, "\n").is_err());
+        assert!(parse_case(&run, "--fault silence\n").is_err());
+        assert!(parse_case(&run, "a\nb\n").is_err());
+        assert!(parse_case(&run, "x --fault nope\n").is_err());
+        assert!(parse_case(&run, "x --lifetime 5\n").is_err());
+        assert!(parse_case(&run, "x --listen 1.2.3.4:5\n").is_err());
+        assert!(parse_case(&run, "x --fault-file /y\n").is_err());
+        assert!(parse_case(&run, "x --help\n").is_err());
     }
 
     #[test]

@@ -95,15 +95,73 @@ fn connection_limits(o: &Options, ours: &[u8], client: Option<PrivateData>) -> (
     (limits, recv_size)
 }
 
+/// How often the peer reads its --fault-file between connection requests.
+const CASE_POLL: Duration = Duration::from_millis(100);
+
 struct Peer {
     opts: Options,
     listener: Listener,
     conns: Vec<(Box<Conn>, Limits)>,
     server: nfs::Server,
     trigger: Trigger,
+    /// The --fault-file text last applied (or refused).
+    case_text: Option<String>,
+    case_read: Instant,
 }
 
 impl Peer {
+    /// Takes a new case from --fault-file when its text has changed: the
+    /// connections of the case before are disconnected, and the directory
+    /// and the fault's count start afresh, as in a new peer.
+    fn check_case(&mut self, at_request: bool) {
+        let Some(path) = self.opts.fault_file.clone() else {
+            return;
+        };
+        self.case_read = Instant::now();
+        let text = match read_case_file(&path, self.case_text.as_deref(), at_request) {
+            CaseFile::Unchanged => return,
+            CaseFile::Unreadable(e) => {
+                if at_request {
+                    event!("case-error reason={e:?}");
+                }
+                return;
+            }
+            CaseFile::New(t) => t,
+        };
+        let parsed = cli::parse_case(&self.opts, &text);
+        self.case_text = Some(text);
+        let case = match parsed {
+            Ok(c) => c,
+            Err(e) => {
+                event!(
+                    "case-error text={:?} reason={e:?}",
+                    self.case_text.as_deref().unwrap_or_default()
+                );
+                return;
+            }
+        };
+        let old = self.conns.len();
+        for (c, _) in &mut self.conns {
+            c.disconnect();
+        }
+        self.opts = case.opts;
+        self.trigger = Trigger::new(&self.opts);
+        self.server = nfs::Server::new();
+        let o = &self.opts;
+        event!(
+            "case name={} private_data={:?} fault={} on={} after={} times={} send_inv={} credits={} inline={} disconnecting={old}",
+            case.name,
+            o.private_data,
+            o.fault.map_or("none", Fault::name),
+            o.on.map_or_else(|| "any".into(), nfs::proc::name),
+            o.after,
+            o.times,
+            u8::from(o.send_inv),
+            o.credits,
+            o.inline
+        );
+    }
+
     /// Handles every pending connection manager event.
     fn cm_events(&mut self) -> Result<(), String> {
         loop {
@@ -175,6 +233,7 @@ impl Peer {
     }
 
     fn connect_request(&mut self, id: *mut rdma_cm_id, pd: &[u8], resp: u8, init: u8) {
+        self.check_case(true);
         // SAFETY: `id` is the new id of this request.
         let peer = unsafe {
             verbs::from_sockaddr(
@@ -274,13 +333,57 @@ impl Peer {
                 events: libc::POLLIN,
                 revents: 0,
             }));
+            let timeout = if self.opts.fault_file.is_some() {
+                CASE_POLL.as_millis() as libc::c_int
+            } else {
+                200
+            };
             // SAFETY: `fds` is a valid array of its length.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if self.case_read.elapsed() >= CASE_POLL {
+                self.check_case(false);
+            }
             self.cm_events()?;
             for i in 0..self.conns.len() {
                 self.serve(i);
             }
         }
+    }
+}
+
+/// What a look at the --fault-file found.
+#[derive(Debug, PartialEq, Eq)]
+enum CaseFile {
+    /// No file, the text last applied, or a line still being written.
+    Unchanged,
+    Unreadable(String),
+    /// Text to apply (or to refuse, when it does not parse).
+    New(String),
+}
+
+/// Reads the --fault-file at `path`; `last` is the text last applied. A
+/// line without its newline is being written: at a connection request
+/// (`at_request`) it is waited for, up to a second, and otherwise left
+/// for the next look.
+fn read_case_file(path: &std::path::Path, last: Option<&str>, at_request: bool) -> CaseFile {
+    let mut tries = 0;
+    loop {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return CaseFile::Unchanged,
+            Err(e) => return CaseFile::Unreadable(e.to_string()),
+        };
+        if last == Some(text.as_str()) {
+            return CaseFile::Unchanged;
+        }
+        if text.ends_with('\n') || (at_request && tries == 50) {
+            return CaseFile::New(text);
+        }
+        if !at_request {
+            return CaseFile::Unchanged;
+        }
+        tries += 1;
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -452,13 +555,16 @@ fn main() {
         }
     };
     event!(
-        "listening addr={} private_data={:?} fault={} on={} after={} times={}",
+        "listening addr={} private_data={:?} fault={} on={} after={} times={}{}",
         opts.listen,
         opts.private_data,
         opts.fault.map_or("none", Fault::name),
         opts.on.map_or_else(|| "any".into(), nfs::proc::name),
         opts.after,
-        opts.times
+        opts.times,
+        opts.fault_file
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" fault_file={}", p.display()))
     );
     let mut peer = Peer {
         trigger: Trigger::new(&opts),
@@ -466,6 +572,8 @@ fn main() {
         listener,
         conns: Vec::new(),
         server: nfs::Server::new(),
+        case_text: None,
+        case_read: Instant::now(),
     };
     let result = peer.run();
     let fired = peer.trigger.count();
@@ -525,6 +633,33 @@ mod tests {
         let (l, recv) = connection_limits(&o, &ok, None);
         assert_eq!((l.send_limit, l.client_recv, recv), (1024, 1024, 4096));
         assert!(!l.send_inv);
+    }
+
+    #[test]
+    fn case_file_looks() {
+        let path = std::env::temp_dir().join(format!("rpcrdma-peer-case-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(read_case_file(&path, None, true), CaseFile::Unchanged);
+        std::fs::write(&path, "a --fault silence\n").unwrap();
+        let new = CaseFile::New("a --fault silence\n".into());
+        assert_eq!(read_case_file(&path, None, false), new);
+        assert_eq!(read_case_file(&path, Some("b\n"), true), new);
+        // A reconnect in the same case finds the same text.
+        let last = Some("a --fault silence\n");
+        assert_eq!(read_case_file(&path, last, true), CaseFile::Unchanged);
+        // Being written: left for later between requests; at a request,
+        // waited for, then handed on to be refused.
+        std::fs::write(&path, "b --fau").unwrap();
+        assert_eq!(read_case_file(&path, last, false), CaseFile::Unchanged);
+        assert_eq!(
+            read_case_file(&path, last, true),
+            CaseFile::New("b --fau".into())
+        );
+        let _ = std::fs::remove_file(&path);
+        assert!(matches!(
+            read_case_file(&std::env::temp_dir(), None, true),
+            CaseFile::Unreadable(_)
+        ));
     }
 
     #[test]
