@@ -238,6 +238,20 @@ peer_case() {
 	printf '%s %s\n' "$1" "$args" >"$CASE_FILE.new" && mv -f "$CASE_FILE.new" "$CASE_FILE"
 }
 
+# peer_ready NAME ARGS: the peer has taken case NAME (it reads the case
+# file every 100 ms). One that has not is hung or gone, whatever the case
+# before did to it: a new peer takes over, and says so, so that one stuck
+# peer cannot fail every case after it.
+peer_ready() {
+	wait_until 5 peer_has "^case name=$1 " && return 0
+	peer_last 3
+	tap_diag "$1: the peer did not take the case (its last lines: $last); starting a new one"
+	peer_stop || tap_diag "$1: the old peer did not stop"
+	peer_start || return 1
+	peer_case "$1" "$2"
+	wait_until 5 peer_has "^case name=$1 "
+}
+
 # peer_took_case NAME: the peer has taken case NAME and then accepted a
 # connection; the mark moves to its case line, so that what came before
 # (the case before's connections going) is not this case's.
@@ -556,7 +570,9 @@ run_case() {
 	fi
 	peer_case "$name" "$args"
 	why="the mount failed"
-	if peer_mount; then
+	if ! peer_ready "$name" "$args"; then
+		why="no peer took the case"
+	elif peer_mount; then
 		why=
 		if ! wait_until 3 peer_took_case "$name"; then
 			peer_last 3
@@ -664,6 +680,7 @@ done
 # connection; both directions, chunks included.
 final_check() {
 	peer_case final ""
+	peer_ready final "" || return 1
 	peer_mount || return 1
 	if ! wait_until 3 peer_took_case final; then
 		tap_diag "final: no connection accepted under this case"
