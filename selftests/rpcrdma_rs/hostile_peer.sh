@@ -50,7 +50,9 @@ SCRATCH=/run/hostile-peer
 # TCP, found through rpcbind; noacl keeps NFSACL calls away from the peer.
 # mount -i: the kernel makes the MOUNT call itself (given addr=), and no
 # mount.nfs runs first to probe rpcbind and mountd.
-MOUNT_OPTS="vers=3,proto=rdma,port=$PORT,mountproto=tcp,nolock,noacl,soft,timeo=30,retrans=1"
+# (port= is added at each mount: a peer started to replace one that is
+# stuck listens on the next port, in case the old one still holds its own.)
+MOUNT_OPTS="vers=3,proto=rdma,mountproto=tcp,nolock,noacl,soft,timeo=30,retrans=1"
 # Every wait is bounded; the peer also exits by itself.
 IO_LIMIT=60
 PEER_LIFETIME=1800
@@ -159,6 +161,7 @@ peer_lines=()
 # waits in the server guest until it listens; true once it does.
 peer_start() {
 	peer_n=$((peer_n + 1))
+	PORT=$((20049 + peer_n))
 	PEER_LOG=$LOG_DIR/peer-$peer_n.log
 	PEER_PID=$LOG_DIR/peer-$peer_n.pid
 	peer_mark=0
@@ -293,7 +296,7 @@ mounted_once=0
 peer_mount() {
 	local rc
 	if [ "$mount_helper" = 0 ]; then
-		timeout 90 mount -i -t nfs -o "$MOUNT_OPTS,addr=$SERVER_IP4" "$SERVER_IP4:/srv/export" "$MNT" \
+		timeout 90 mount -i -t nfs -o "$MOUNT_OPTS,port=$PORT,addr=$SERVER_IP4" "$SERVER_IP4:/srv/export" "$MNT" \
 			>>"$CLIENT_LOG" 2>&1
 		rc=$?
 		if [ "$rc" != 0 ] && [ "$mounted_once" = 0 ]; then
@@ -302,7 +305,7 @@ peer_mount() {
 		fi
 	fi
 	if [ "$mount_helper" = 1 ]; then
-		timeout 90 mount -t nfs -o "$MOUNT_OPTS" "$SERVER_IP4:/srv/export" "$MNT" >>"$CLIENT_LOG" 2>&1
+		timeout 90 mount -t nfs -o "$MOUNT_OPTS,port=$PORT" "$SERVER_IP4:/srv/export" "$MNT" >>"$CLIENT_LOG" 2>&1
 		rc=$?
 	fi
 	[ "$rc" = 0 ] || return 1
