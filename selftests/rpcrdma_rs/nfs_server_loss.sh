@@ -48,6 +48,10 @@ POOL=256
 
 LOG_DIR=$RUN_DIR/nfs_server_loss
 log=$LOG_DIR/tools.log
+# quietly SECONDS COMMAND...: COMMAND under a KILL timeout, with the
+# shell's note of a kill in the log, not on the test's stderr: a command
+# that had to be killed is an outcome the caller judges.
+quietly() { (timeout -s KILL "$@"; exit $?) 2>>"$log"; }
 mnt=/mnt/nfs-server-loss
 scratch=/mnt/scratch-server-loss
 mkdir -p "$LOG_DIR" "$scratch"
@@ -232,7 +236,7 @@ fault_under_fio() {
 		fio_stop
 		return 1
 	fi
-	wait "$fio_pid"
+	wait "$fio_pid" 2>>"$log"
 	rc=$?
 	fio_pid=""
 	tap_diag "$(mount_xprt_line "$mnt")"
@@ -261,12 +265,12 @@ mount_works() {
 	local f=$mnt/after-$1.bin sum got
 	head -c 4M /dev/urandom >"$scratch/after.bin"
 	sum=$(expected "$(sha256sum <"$scratch/after.bin" | cut -d' ' -f1)")
-	if ! timeout -s KILL 120 dd if="$scratch/after.bin" of="$f" bs=1M oflag=direct status=none 2>>"$log"; then
+	if ! quietly 120 dd if="$scratch/after.bin" of="$f" bs=1M oflag=direct status=none 2>>"$log"; then
 		tap_diag "writing $f failed"
 		return 1
 	fi
-	got=$(timeout -s KILL 120 dd if="$f" bs=1M iflag=direct status=none 2>>"$log" | sha256sum | cut -d' ' -f1)
-	timeout -s KILL 60 rm -f "$f" 2>>"$log"
+	got=$(quietly 120 dd if="$f" bs=1M iflag=direct status=none 2>>"$log" | sha256sum | cut -d' ' -f1)
+	quietly 60 rm -f "$f"
 	[ "$got" = "$sum" ] || { tap_diag "$f read back as $got, written as $sum"; return 1; }
 }
 
@@ -306,8 +310,8 @@ mounted() { awk -v m="$mnt" '$2 == m { found = 1 } END { exit !found }' /proc/mo
 case_end() {
 	fio_stop
 	unlock
-	timeout -s KILL 60 find "$mnt" -mindepth 1 -delete 2>>"$log"
-	timeout -s KILL 60 umount "$mnt" 2>>"$log" || umount -f -l "$mnt" 2>>"$log"
+	quietly 60 find "$mnt" -mindepth 1 -delete
+	quietly 60 umount "$mnt" || umount -f -l "$mnt" 2>>"$log"
 	srv_repair || tap_diag "the server guest could not be put back as it was"
 	tap_diag "case took $((SECONDS - case_start)) s"
 }
@@ -316,7 +320,7 @@ cleanup() {
 	fio_stop
 	unlock
 	if mounted; then
-		timeout -s KILL 60 umount "$mnt" || umount -f -l "$mnt"
+		quietly 60 umount "$mnt" || umount -f -l "$mnt"
 	fi
 	[ -e "/sys/class/infiniband/$(rdma_dev)" ] ||
 		rdma link add "$(rdma_dev)" type "$RDMA" netdev "$(nic_by_mac "$CLIENT_MAC")"
@@ -494,7 +498,7 @@ client_probe() {
 take_lock() {
 	local out i
 	srv out 'echo 0 >/proc/sys/fs/leases-enable' || return 1
-	timeout -s KILL 60 mkdir -p "$mnt/$LOCK_DIR" 2>>"$log" || return 1
+	quietly 60 mkdir -p "$mnt/$LOCK_DIR" || return 1
 	: >"$scratch/holder.out"
 	/usr/bin/python3 -c "$LOCK_HOLDER" "$mnt/$lock_path" >"$scratch/holder.out" 2>>"$log" &
 	holder_pid=$!
