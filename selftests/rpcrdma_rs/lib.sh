@@ -183,6 +183,21 @@ rdma_mount_carrier_ok() {
 	esac
 }
 
+# mount_nconnect4 MNT: an NFSv4.2 mount of the server's root at MNT with
+# nconnect=4, carried by the transport under test; nconnect_n is the
+# number of transports mountstats lists for it, which must be 4.
+mount_nconnect4() {
+	nconnect_n=""
+	mkdir -p "$1"
+	mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$1" || return 1
+	if ! rdma_mount_carrier_ok "$SERVER_IP4"; then
+		umount "$1"
+		return 1
+	fi
+	nconnect_n=$(mount_xprt_lines "$1" | wc -l)
+	[ "$nconnect_n" = 4 ]
+}
+
 # The "xprt:" line of the NFS mount at MNT in /proc/self/mountstats.
 mount_xprt_line() {
 	local lines

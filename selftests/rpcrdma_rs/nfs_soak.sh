@@ -96,15 +96,10 @@ problem() {
 }
 
 mount_v42() {
-	local n
-	mkdir -p "$mnt42"
-	mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$mnt42" || return 1
-	if ! rdma_mount_carrier_ok "$SERVER_IP4"; then
-		umount "$mnt42"
-		return 1
-	fi
-	n=$(mount_xprt_lines "$mnt42" | wc -l)
-	[ "$n" = 4 ] || { tap_diag "round $round: NFSv4.2 mount with $n transports, not 4"; return 1; }
+	mount_nconnect4 "$mnt42" && return 0
+	[ -z "$nconnect_n" ] ||
+		tap_diag "round $round: NFSv4.2 mount with $nconnect_n transports, not 4"
+	return 1
 }
 
 unmount_all() {
