@@ -188,12 +188,21 @@ pub struct Outgoing {
     pub writes: Vec<RdmaWrite>,
     pub send: Vec<u8>,
     pub sends: usize,
-    /// Send With Invalidate of this rkey.
+    /// Send With Invalidate of this rkey (the first Send only).
     pub invalidate: Option<u32>,
     pub disconnect: bool,
     pub probe: Option<Probe>,
     /// The fault changed this reply.
     pub fired: bool,
+}
+
+impl Outgoing {
+    /// The rkey the `i`th Send of the Reply invalidates: only the first
+    /// Send's. A duplicate is a plain Send, so that it tests how the
+    /// client handles a second Reply, not an rkey invalidated twice.
+    pub fn invalidate_for(&self, i: usize) -> Option<u32> {
+        self.invalidate.filter(|_| i == 0)
+    }
 }
 
 /// What the connection allows.
@@ -677,6 +686,11 @@ mod tests {
                 reply_chunk_len: 100
             }
         );
+        // A duplicate Reply: the first Send invalidates, the second not.
+        let dup = respond(&call, &small, &LIM, Some(Fault::DuplicateReply));
+        assert_eq!(dup.sends, 2);
+        assert_eq!(dup.invalidate_for(0), Some(4));
+        assert_eq!(dup.invalidate_for(1), None);
 
         // Without a Reply chunk, a small Reply goes inline.
         let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
@@ -768,7 +782,9 @@ mod tests {
         let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().1;
         assert_eq!(&out.send[hdr..hdr + 4], &0x9234_5678u32.to_be_bytes());
 
-        assert_eq!(run(Fault::DuplicateReply).sends, 2);
+        let out = run(Fault::DuplicateReply);
+        assert_eq!(out.sends, 2);
+        assert_eq!(out.invalidate_for(1), None);
         assert_eq!(run(Fault::ReplyTooLong).send.len(), 8192);
 
         let out = run(Fault::WriteChunkOverflow);

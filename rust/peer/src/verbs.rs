@@ -694,7 +694,7 @@ impl Conn {
     pub fn execute(&mut self, out: &Outgoing) -> Result<Option<u32>, String> {
         let mut ids = self.post_writes(&out.writes)?;
         for i in 0..out.sends {
-            ids.push(self.post_send(&out.send, out.invalidate)?);
+            ids.push(self.post_send(&out.send, out.invalidate_for(i))?);
             if i + 1 < out.sends {
                 // A duplicate goes once the first is acknowledged.
                 let statuses = self.wait(&ids).ok_or("Send timed out")?;
