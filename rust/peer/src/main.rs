@@ -234,13 +234,8 @@ impl Peer {
 
     fn connect_request(&mut self, id: *mut rdma_cm_id, pd: &[u8], resp: u8, init: u8) {
         self.check_case(true);
-        // SAFETY: `id` is the new id of this request.
-        let peer = unsafe {
-            verbs::from_sockaddr(
-                &(*id).route.addr.__bindgen_anon_2.dst_addr as *const _ as *const libc::sockaddr,
-            )
-        }
-        .map_or_else(|| "?".into(), |a| a.to_string());
+        // SAFETY: `id` is the new, live id of this request.
+        let peer = unsafe { verbs::dst_addr(id) }.map_or_else(|| "?".into(), |a| a.to_string());
         event!(
             "connect-request peer={peer} private_data={} initiator_depth={init} responder_resources={resp}",
             hex(pd)

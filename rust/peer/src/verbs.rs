@@ -107,7 +107,10 @@ pub fn to_sockaddr(a: &SocketAddr) -> libc::sockaddr_storage {
 /// Reads a C socket address; `None` for other families.
 ///
 /// # Safety
-/// `sa` must point to a socket address of the size its family implies.
+/// `sa` must point to a socket address of the size its family implies,
+/// and be derived from a pointer to all of it (a `sockaddr_storage`, or
+/// the `sockaddr_in6` itself), not from a reference to a 16-byte
+/// `sockaddr`.
 pub unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
     // SAFETY: the caller's promise.
     unsafe {
@@ -127,6 +130,23 @@ pub unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
             }
             _ => None,
         }
+    }
+}
+
+/// The address of the other end of the connection `id`.
+///
+/// # Safety
+/// `id` must point to a live `rdma_cm_id`.
+pub unsafe fn dst_addr(id: *const rdma_cm_id) -> Option<SocketAddr> {
+    // SAFETY: `id` is live (the caller's promise). The pointer is taken
+    // with `addr_of!` from the whole destination address, the union's
+    // `sockaddr_storage` member, without a reference to a smaller member:
+    // it covers the `sockaddr_in6` or `sockaddr_in` that `from_sockaddr`
+    // reads, whichever family the connection manager wrote there.
+    unsafe {
+        from_sockaddr(
+            ptr::addr_of!((*id).route.addr.__bindgen_anon_2.dst_storage).cast::<libc::sockaddr>(),
+        )
     }
 }
 
@@ -267,10 +287,7 @@ impl Conn {
         // every object created is checked and owned by the returned
         // `Conn`, whose drop frees what exists.
         unsafe {
-            let peer = from_sockaddr(
-                &(*id).route.addr.__bindgen_anon_2.dst_addr as *const _ as *const libc::sockaddr,
-            )
-            .map_or_else(|| "?".into(), |a| a.to_string());
+            let peer = dst_addr(id).map_or_else(|| "?".into(), |a| a.to_string());
             let send_base = RECVS * a.recv_size;
             let staging_base = send_base + SENDS * a.send_size;
             let mut c = Box::new(Self {
