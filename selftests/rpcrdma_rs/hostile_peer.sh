@@ -516,10 +516,15 @@ check_reconnected() {
 }
 
 # check_frwr write|read: the peer's RDMA to the rkeys of a finished RPC
-# failed. Over iWARP a Write completes locally and the client refuses it
-# by terminating the connection: the QP's state tells.
+# failed. The peer posts its probe only as the first work requests after
+# the Reply's, on a QP in RTS (qp_before), and reports the first one's
+# status, so that a failure is the probe's own. Over Soft-RoCE it fails
+# REM_ACCESS_ERR. Over Soft-iWARP the client refuses by terminating the
+# connection, and the QP is then in error: a Write has completed locally
+# (SUCCESS), and a Read is flushed (WR_FLUSH_ERR; siw completes the Read
+# requests of a QP its peer terminated that way, never REM_ACCESS_ERR).
 check_frwr() {
-	local l line="" status="" qp=""
+	local l line="" status="" qp="" before=""
 	peer_read
 	for l in "${peer_lines[@]}"; do
 		[[ $l == "frwr-after-reply $1 "* ]] && { line=$l; break; }
@@ -527,10 +532,14 @@ check_frwr() {
 	why="peer: ${line:-no frwr-after-reply line}"
 	[[ $line =~ \ status=([A-Z_]*) ]] && status=${BASH_REMATCH[1]}
 	[[ $line =~ \ qp=([A-Z]*) ]] && qp=${BASH_REMATCH[1]}
-	case "$RDMA:$status" in
+	[[ $line =~ \ qp_before=([A-Z]*) ]] && before=${BASH_REMATCH[1]}
+	if [ -n "$line" ] && [ "$before" != RTS ]; then
+		why="$why (the QP was not in RTS before the probe: nothing was tested)"
+		return 1
+	fi
+	case "$RDMA:$1:$status" in
 	*:REM_ACCESS_ERR) return 0 ;;
-	siw:SUCCESS) [ "$1" = write ] && [ "$qp" = ERR ] ;;
-	siw:?*) return 0 ;;
+	siw:write:SUCCESS | siw:read:WR_FLUSH_ERR) [ "$qp" = ERR ] ;;
 	*) return 1 ;;
 	esac
 }

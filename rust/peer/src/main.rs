@@ -494,11 +494,12 @@ fn handle(
         std::thread::sleep(Duration::from_millis(opts.frwr_delay_ms));
         match conn.probe(probe) {
             Ok(r) => event!(
-                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp={} xid={:#010x} fault={}",
-                wc_status_name(r.status),
+                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp_before={} qp={} xid={:#010x} fault={}",
+                r.status.map_or("NOT_POSTED", wc_status_name),
                 r.succeeded,
                 r.segments,
                 r.bytes,
+                r.qp_before.map_or("?", verbs::qp_state_name),
                 r.qp_state.map_or("?", verbs::qp_state_name),
                 call.xid,
                 due.map_or("?", Fault::name)

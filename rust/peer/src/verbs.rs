@@ -238,8 +238,14 @@ pub struct Message {
 
 /// Results of an FRWR probe.
 pub struct ProbeResult {
-    /// Status of the first work request.
-    pub status: u32,
+    /// Status of the probe's first work request; `None` when nothing was
+    /// posted because the QP was not fit to test anything (see
+    /// `qp_before`).
+    pub status: Option<u32>,
+    /// QP state just before the probe was posted: it is posted only on a
+    /// QP in RTS with nothing else in flight, so that a failure is the
+    /// probe's own and not a flush of a QP already broken.
+    pub qp_before: Option<u32>,
     /// Work requests that succeeded.
     pub succeeded: usize,
     pub segments: usize,
@@ -728,12 +734,32 @@ impl Conn {
         Ok(statuses.into_iter().find(|s| *s != IBV_WC_SUCCESS))
     }
 
-    /// RDMA Writes to, or Reads from, rkeys that should be gone.
+    /// RDMA Writes to, or Reads from, rkeys that should be gone. Posted
+    /// only as the first work requests after the Reply's, all of which
+    /// have completed, on a QP still in RTS; otherwise nothing is posted
+    /// and the result says why (`status` `None`, `qp_before`).
     pub fn probe(&mut self, probe: &Probe) -> Result<ProbeResult, String> {
         let (opcode, segs) = match probe {
             Probe::Write(s) => (IBV_WR_RDMA_WRITE, s),
             Probe::Read(s) => (IBV_WR_RDMA_READ, s),
         };
+        // Whatever completed meanwhile (the client's Calls) is taken in
+        // first: a failed completion marks the connection dead.
+        self.service();
+        let qp_before = self.qp_state();
+        // Every Send buffer free: no Send in flight. RDMA Reads and Writes
+        // are always waited for, or the connection is dead.
+        let idle = self.free_sends.len() == SENDS;
+        if self.dead || !idle || qp_before != Some(IBV_QPS_RTS) {
+            return Ok(ProbeResult {
+                status: None,
+                qp_before,
+                succeeded: 0,
+                segments: 0,
+                bytes: 0,
+                qp_state: qp_before,
+            });
+        }
         let mut ids = Vec::new();
         let mut at = 0;
         let mut bytes = 0u64;
@@ -759,7 +785,8 @@ impl Conn {
         std::thread::sleep(Duration::from_millis(500));
         self.service();
         Ok(ProbeResult {
-            status: statuses.first().copied().unwrap_or(IBV_WC_SUCCESS),
+            status: statuses.first().copied(),
+            qp_before,
             succeeded: statuses.iter().filter(|s| **s == IBV_WC_SUCCESS).count(),
             segments: ids.len(),
             bytes,
