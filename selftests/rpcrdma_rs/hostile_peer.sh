@@ -15,7 +15,9 @@
 # the fault, and checks:
 #   1. the mount works, over a new connection that the peer accepted
 #      under this case (so the previous case left the client usable);
-#   2. the peer did its part (the fault fired) and the I/O ended in time;
+#   2. the peer did its part (the fault fired) and came through it (still
+#      running, no exit or panic logged; otherwise a new peer is started
+#      for the cases after), and the I/O ended in time;
 #   3. the I/O ended as the case expects (its line in CASES: ok, error or
 #      either), never with wrong data (for frwr-write-after-reply: the
 #      client's page cache is unchanged after the peer wrote to the rkeys
@@ -30,8 +32,9 @@
 #
 # Under TCG every process the test starts costs about a tenth of a second
 # (binaries come over 9p), so the steps of a case are shell builtins where
-# they can be: the mount, the I/O and the unmount, each under timeout, and
-# dmesg where a log line is checked, are its only processes.
+# they can be: the mount, the I/O and the unmount, each under timeout,
+# dmesg where a log line is checked, and the one question to the server
+# guest whether the peer still runs (peer_alive), are its only processes.
 #
 # HOSTILE_PEER_CASES="name ..." runs only those cases.
 # The checks are called by name (rs_*, check_*).
@@ -201,6 +204,25 @@ peer_stop() {
 # peer_alive: the peer's process is still there (asks the server guest).
 peer_alive() {
 	[ -s "$PEER_PID" ] && server_run "kill -0 \$(cat '$PEER_PID') 2>/dev/null"
+}
+
+# peer_fine: the peer has come through the case: it logged no exit,
+# stop or panic since the mark, and its process is still there (asks the
+# server guest). Otherwise peer_gone says what happened.
+peer_fine() {
+	local l
+	peer_gone=
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		if [[ $l == "exit "* ]] || [[ $l == "stopping "* ]] || [[ $l == *panicked* ]]; then
+			peer_gone="it logged '$l'"
+			return 1
+		fi
+	done
+	peer_alive && return 0
+	peer_last 2
+	peer_gone="its process is gone (last lines: $last)"
+	return 1
 }
 
 # peer_read: peer_lines gets the peer's event lines since the mark.
@@ -635,15 +657,18 @@ run_case() {
 		[ "$shown" = 5 ] && break
 	done
 
-	local fired=1
+	local fired=1 peer_gone=""
 	case "$args" in
 	*--fault*) peer_has '^fault-fired ' || fired=0 ;;
 	*) peer_has '^call ' || fired=0 ;;
 	esac
-	if [ "$fired" = 1 ] && [ "$io" != hung ]; then
+	# The peer must survive its own fault: a case that killed it fails
+	# here, and a new peer serves the cases after.
+	peer_fine || tap_diag "$name: the peer did not come through the case: $peer_gone"
+	if [ "$fired" = 1 ] && [ "$io" != hung ] && [ -z "$peer_gone" ]; then
 		tap_ok "$name: the fault fired and the I/O ended in time ($io)"
 	else
-		tap_not_ok "$name: the fault fired and the I/O ended in time (fired=$fired, I/O $io)"
+		tap_not_ok "$name: the fault fired and the I/O ended in time (fired=$fired, I/O $io${peer_gone:+, the peer: $peer_gone})"
 	fi
 
 	# The I/O's outcome is the case's: ok, error, or either of them; wrong
@@ -685,6 +710,11 @@ run_case() {
 
 	peer_umount || tap_diag "$name: unmount needed -f -l"
 	case_done "$name" "$start"
+	if [ -n "$peer_gone" ]; then
+		tap_diag "$name: starting a new peer for the cases after"
+		peer_stop || tap_diag "$name: the old peer did not stop"
+		peer_start
+	fi
 }
 
 peer_start
