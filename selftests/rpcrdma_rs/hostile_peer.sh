@@ -598,7 +598,7 @@ run_case() {
 	why="the mount failed"
 	if peer_mount; then
 		why=
-		if ! wait_until 3 peer_took_case "$name"; then
+		if ! wait_until 10 peer_took_case "$name"; then
 			peer_last 3
 			why="no connection accepted under this case; the peer: $last"
 		fi
@@ -727,7 +727,7 @@ done
 final_check() {
 	peer_case final ""
 	peer_mount || return 1
-	if ! wait_until 3 peer_took_case final; then
+	if ! wait_until 10 peer_took_case final; then
 		tap_diag "final: no connection accepted under this case"
 		return 1
 	fi
