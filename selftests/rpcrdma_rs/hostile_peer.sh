@@ -428,14 +428,47 @@ do_io() {
 # says what was seen. Those named rs_* read what only rpcrdma_rs shows
 # (its log lines, its debugfs) and do not run under the C transport. ----
 
-# dmesg_set_mark: the kernel log's lines so far are not this case's.
+# dmesg_set_mark NAME: a marker line in the kernel log begins case NAME's
+# part of it (a marker, not a line count: the log may wrap, and other
+# lines may come and go meanwhile). Written by the shell: no process.
 dmesg_set_mark() {
-	mapfile -t kmsg < <(dmesg)
-	dmesg_mark=${#kmsg[@]}
+	dmesg_marker="rpcrdma-rs-selftest: hostile_peer: case $1"
+	echo "$dmesg_marker" >/dev/kmsg
 }
 
-# dmesg_since_mark: kmsg gets the kernel log's lines since the mark.
-dmesg_since_mark() { mapfile -t -s "$dmesg_mark" kmsg < <(dmesg); }
+# dmesg_since_mark: kmsg gets the kernel log's lines after the last
+# marker of the case; none, and dmesg_marker_seen 0, if it is not there.
+dmesg_since_mark() {
+	local all i
+	kmsg=()
+	dmesg_marker_seen=0
+	mapfile -t all < <(dmesg)
+	for ((i = ${#all[@]} - 1; i >= 0; i--)); do
+		if [[ ${all[i]} == *"$dmesg_marker" ]]; then
+			kmsg=("${all[@]:i+1}")
+			dmesg_marker_seen=1
+			return 0
+		fi
+	done
+	return 1
+}
+
+# dmesg_missing_why: adds to why what the kernel log says about a line
+# that is not there: no marker (the log wrapped?), or a "callbacks
+# suppressed" line after it (the line may have been rate-limited).
+dmesg_missing_why() {
+	local l
+	if [ "$dmesg_marker_seen" = 0 ]; then
+		why="$why; no '$dmesg_marker' line in dmesg (the log wrapped?)"
+		return
+	fi
+	for l in "${kmsg[@]}"; do
+		if [[ $l == *"callbacks suppressed"* ]]; then
+			why="$why; after the case's marker: '$l' (the line may have been rate-limited)"
+			return
+		fi
+	done
+}
 
 # rs_xprt NAME...: sets xv to the values of NAME... (empty when absent) for
 # the one rpcrdma_rs transport in debugfs, in one read of the report. A
@@ -480,7 +513,8 @@ rs_logged() {
 		done
 		snooze 0.1
 	done
-	why="no line matching '$re' in dmesg"
+	why="no line matching '$re' in dmesg since the case's marker"
+	dmesg_missing_why
 	return 1
 }
 
@@ -531,7 +565,8 @@ check_duplicate() {
 	done
 	if [ "$TRANSPORT" = rs ]; then
 		rs_xprt duplicate_replies
-		why="$why, duplicate_replies ${xv[0]}"
+		why="$why, duplicate_replies ${xv[0]}, no 'duplicate reply dropped' logged"
+		dmesg_missing_why
 	fi
 	return 1
 }
@@ -590,10 +625,7 @@ run_case() {
 	local name=$case_name
 	local why="" kind=${check%% *} arg=${check#* }
 	printf '=== %s %(%T)T\n' "$name" -1 >>"$CLIENT_LOG"
-	dmesg_mark=0
-	if [ "$kind" = duplicate ] || { [ "$kind" = logged ] && [ "$TRANSPORT" = rs ]; }; then
-		dmesg_set_mark
-	fi
+	dmesg_set_mark "$name"
 	peer_case "$name" "$args"
 	why="the mount failed"
 	if peer_mount; then
