@@ -22,8 +22,9 @@
 # A round passes when every fio job wrote and verified all its data
 # without error, every file checked out on both ends and was removed, the
 # mounts reconnected (after an nfsd restart, each of them), no I/O error
-# appeared (the mounts are hard), no reply was bad, with rpcrdma_rs every
-# connected transport had all its MRs back, and both mounts unmounted.
+# appeared (the mounts are hard), no reply was bad, with rpcrdma_rs its
+# report listed exactly the mounts' five transports, all connected and
+# each with all its MRs back, and both mounts unmounted.
 #
 # One TAP case per round, then three: fresh mounts work after the rounds,
 # a kmemleak scan with them mounted finds nothing, and the soak ran its
@@ -53,6 +54,9 @@ RAND_BUFFERED_KIB=512
 FILES=160
 # The memory regions of one rpcrdma_rs connection.
 POOL=256
+# The transports a round's mounts make: four for the NFSv4.2 mount
+# (nconnect=4, which mount_v42 checks), one for the NFSv3 mount.
+XPRTS=5
 # Disconnects injected in a round, one every INJECT_INTERVAL transmissions.
 INJECTIONS=4
 INJECT_INTERVAL=40
@@ -306,18 +310,19 @@ rs_transports() {
 		END { print n + 0, c + 0, f + 0 }' "$xprts" 2>/dev/null
 }
 
-# mrs_back: once the I/O is over, every connected rpcrdma_rs transport to
-# the server has all its MRs free again (within 30 s), and at least two
-# (one per mount) are connected.
+# mrs_back: once the I/O is over, rpcrdma_rs lists exactly the XPRTS
+# transports of the round's mounts to the server, all connected, each
+# with all its MRs free again (within 30 s: a transport of an earlier
+# mount lingers until its destroy work has run).
 mrs_back() {
 	local i n c f
 	for ((i = 0; i < 150; i++)); do
 		read -r n c f < <(rs_transports)
-		[ "${c:-0}" -ge 2 ] && [ "$f" = "$c" ] && return 0
+		[ "$n" = "$XPRTS" ] && [ "$c" = "$XPRTS" ] && [ "$f" = "$XPRTS" ] && return 0
 		sleep 0.2
 	done
 	tap_diag "round $round: rpcrdma_rs transports to the server: ${n:-0} listed, ${c:-0} connected," \
-		"${f:-0} of those with all $POOL MRs free"
+		"${f:-0} with all $POOL MRs free; want $XPRTS of each"
 	return 1
 }
 
