@@ -19,9 +19,10 @@
 # Once both mounts have written 2 MiB to the server, one reconnect is
 # forced: odd rounds have sunrpc inject 4 disconnects (fail_sunrpc, as
 # nfs_teardown.sh does), even rounds restart nfsd in the server guest.
-# A round passes when every fio job wrote and verified all its data
-# without error, every file checked out on both ends and was removed, the
-# mounts reconnected (after an nfsd restart, each of them), no I/O error
+# A round passes when the reconnect was forced so, under running fio,
+# every fio job wrote and verified all its data without error, every
+# file checked out on both ends and was removed, the mounts reconnected
+# (after an nfsd restart, each of them), no I/O error
 # appeared (the mounts are hard), no reply was bad, with rpcrdma_rs its
 # report listed exactly the mounts' five transports, all connected and
 # each with all its MRs back, and both mounts unmounted.
@@ -364,7 +365,9 @@ run_round() {
 	if under_way; then
 		under_io=$((under_io + 1))
 	else
-		tap_diag "round $round: fio ended on a mount before 2 MiB reached the server: $kind without I/O"
+		# The reconnect must come under running fio: the round fails
+		# (the trigger still runs, for the rest of its checks).
+		problem "the $kind did not come under running fio (fio ended on a mount, or 2 MiB had not reached the server on each within 5 minutes)"
 	fi
 	tap_diag "round $round: $kind now; written to the server: NFSv4.2 $(server_written "$mnt42")," \
 		"NFSv3 $(server_written "$mnt3") bytes"
