@@ -78,6 +78,11 @@ if [ "${TEST_TIMEOUT:-600}" -lt $((MINUTES * 60 + 480)) ]; then
 fi
 
 bg_pids=()
+# mounted MNT: something is mounted at MNT, from /proc/self/mounts: a
+# stat of the mount point (mountpoint(1)) could wait for ever on a hard
+# mount whose server does not answer.
+mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
+
 # Whatever happens, nothing is left behind: no injection, no workload,
 # no mount.
 cleanup() {
@@ -87,7 +92,7 @@ cleanup() {
 		kill -TERM "$p" && wait "$p"
 	done
 	for m in "$mnt42" "$mnt3"; do
-		mountpoint -q "$m" || continue
+		mounted "$m" || continue
 		timeout -s KILL 60 umount "$m" || umount -f -l "$m"
 	done
 } >>"$LOG_DIR/tools.log" 2>&1
@@ -103,9 +108,10 @@ problem() {
 mount_v42() {
 	local n
 	mkdir -p "$mnt42"
-	mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$mnt42" || return 1
+	timeout -s KILL 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$mnt42" ||
+		return 1
 	if ! rdma_mount_carrier_ok "$SERVER_IP4"; then
-		umount "$mnt42"
+		timeout -s KILL 60 umount "$mnt42" || umount -f -l "$mnt42"
 		return 1
 	fi
 	n=$(mount_xprt_lines "$mnt42" | wc -l)
@@ -115,7 +121,7 @@ mount_v42() {
 unmount_all() {
 	local m rc=0
 	for m in "$mnt42" "$mnt3"; do
-		mountpoint -q "$m" || continue
+		mounted "$m" || continue
 		if ! timeout -s KILL 120 umount "$m" 2>>"$rdir/tools.log"; then
 			umount -f -l "$m" 2>>"$rdir/tools.log"
 			rc=1
@@ -207,19 +213,25 @@ make_tree() {
 
 # meta_work SRC DEST (in the background, output to a log): copies the
 # tree in, lists it (every name made, nothing else) and checks every
-# file's checksum with the page cache dropped. Each step is bounded.
+# file's checksum with the page cache dropped. Each step on the mount is
+# bounded and killed after its time, a cd into DEST included (SIGKILL: a
+# task waiting on a hard mount takes no other signal for certain).
 meta_work() {
 	local src=$1 dest=$2
-	timeout 300 cp -r "$src" "$dest" || { echo "meta: copy failed"; return 1; }
-	if ! diff <(cd "$src" && find . | LC_ALL=C sort) <(cd "$dest" && timeout 300 find . | LC_ALL=C sort); then
+	timeout -s KILL 300 cp -r "$src" "$dest" || { echo "meta: copy failed"; return 1; }
+	if ! diff <(find "$src" -mindepth 1 -printf '%P\n' | LC_ALL=C sort) \
+		<(timeout -s KILL 300 find "$dest" -mindepth 1 -printf '%P\n' | LC_ALL=C sort); then
 		echo "meta: the listing differs from the names made"
 		return 1
 	fi
-	if ! timeout 300 sync || ! echo 3 >/proc/sys/vm/drop_caches; then
+	if ! timeout -s KILL 300 sync || ! echo 3 >/proc/sys/vm/drop_caches; then
 		echo "meta: sync failed"
 		return 1
 	fi
-	(cd "$dest" && timeout 300 sha256sum -c --quiet "$src.sha256") || { echo "meta: checksums differ"; return 1; }
+	# (sha256sum reads the names in SUMS relative to DEST.)
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	timeout -s KILL 300 bash -c 'cd "$1" && exec sha256sum -c --quiet "$2"' _ "$dest" "$src.sha256" ||
+		{ echo "meta: checksums differ"; return 1; }
 }
 
 # server_tree_ok SUB SUMS: the server guest's copy of SUB/meta has the
@@ -236,8 +248,13 @@ server_tree_ok() {
 # remove_tree MNT SUB: everything the round wrote under SUB removed
 # through the mount; the server guest no longer has it.
 remove_tree() {
-	timeout 300 rm -rf "${1:?}/$2" 2>>"$rdir/tools.log" || return 1
-	[ ! -e "$1/$2" ] || return 1
+	local rc
+	timeout -s KILL 300 rm -rf "${1:?}/$2" 2>>"$rdir/tools.log" || return 1
+	# Gone through the mount: test(1) says 1, not 0 (there) or 137
+	# (killed after 60 s).
+	timeout -s KILL 60 test -e "$1/$2"
+	rc=$?
+	[ "$rc" = 1 ] || return 1
 	server_run "[ ! -e /srv/export/$2 ]"
 }
 
@@ -345,7 +362,7 @@ run_round() {
 		return 1
 	fi
 	if ! make_tree "$scratch/tree42" 2>>"$rdir/tools.log" || ! make_tree "$scratch/tree3" 2>>"$rdir/tools.log" ||
-		! mkdir -p "$mnt42/$sub42/fio" "$mnt3/$sub3/fio" 2>>"$rdir/tools.log"; then
+		! timeout -s KILL 120 mkdir -p "$mnt42/$sub42/fio" "$mnt3/$sub3/fio" 2>>"$rdir/tools.log"; then
 		problem "could not set the round up"
 		unmount_all
 		return 1
@@ -442,7 +459,7 @@ round_trip() {
 		2>>"$LOG_DIR/tools.log" || return 1
 	got=$(timeout -s KILL 120 dd if="$1/$2" bs=1M iflag=direct status=none 2>>"$LOG_DIR/tools.log" |
 		sha256sum | cut -d' ' -f1)
-	rm -f "${1:?}/$2" 2>>"$LOG_DIR/tools.log"
+	timeout -s KILL 60 rm -f "${1:?}/$2" 2>>"$LOG_DIR/tools.log"
 	[ "$got" = "$want" ] || { tap_diag "$2: read back $got"; return 1; }
 }
 
