@@ -149,7 +149,7 @@ fio_pid="" holder_pid="" conn_before=""
 # verifying it; both output formats in the log directory. A timeout(1)
 # of its own, in a process group of its own, bounds it.
 fio_start() {
-	mkdir -p "$mnt/$1" 2>>"$log" || return 1
+	timeout -s KILL 60 mkdir -p "$mnt/$1" 2>>"$log" || return 1
 	rm -f "$LOG_DIR/fio-$1.txt"
 	timeout -s KILL "$FIO_SECONDS" fio --name="$1" --directory="$mnt/$1" --rw=write --bs=1M \
 		--size="${SIZE_MIB}M" --ioengine=psync --direct=1 --end_fsync=1 --verify=crc32c \
@@ -479,8 +479,8 @@ server_probe() {
 # client's own flock table, whatever the server holds.)
 client_probe() {
 	local out
-	out=$(/usr/bin/python3 -c "$LOCK_PROBE" "$mnt/$lock_path" 2>>"$log") || {
-		tap_diag "the lock probe on the client failed"
+	out=$(timeout -s KILL 60 /usr/bin/python3 -c "$LOCK_PROBE" "$mnt/$lock_path" 2>>"$log") || {
+		tap_diag "the lock probe on the client failed (or was killed after 60 s)"
 		return 1
 	}
 	tap_diag "a lock from another process of the client: $out"
