@@ -126,7 +126,9 @@ rdma_xprt_registered() {
 # with nolock: NLM runs over TCP/UDP, not this transport, and the guest has
 # no statd. NFSv4 mounts the pseudo-root (the export is fsid=0). An RDMA
 # mount that the transport under test does not carry is unmounted again
-# and fails (see rdma_mount_carrier_ok).
+# and fails (see rdma_mount_carrier_ok). The mount is bounded (120 s, as
+# long as mount.nfs retries by itself) and killed after it: a hard mount
+# of a server that does not answer must not hold a test up for ever.
 nfs_mount() {
 	local vers=$1 mnt=$2 proto=${3:-rdma} addr=$SERVER_IP4 server path=/ opts
 	opts="vers=$vers,proto=$proto"
@@ -141,11 +143,11 @@ nfs_mount() {
 		path=/srv/export
 	fi
 	mkdir -p "$mnt"
-	mount -t nfs -o "$opts" "$server:$path" "$mnt" || return 1
+	timeout -s KILL 120 mount -t nfs -o "$opts" "$server:$path" "$mnt" || return 1
 	case "$proto" in
 	rdma | rdma6)
 		if ! rdma_mount_carrier_ok "$addr"; then
-			umount "$mnt" 2>/dev/null || umount -f -l "$mnt" 2>/dev/null
+			timeout -s KILL 60 umount "$mnt" 2>/dev/null || umount -f -l "$mnt" 2>/dev/null
 			return 1
 		fi
 		;;
@@ -189,9 +191,10 @@ rdma_mount_carrier_ok() {
 mount_nconnect4() {
 	nconnect_n=""
 	mkdir -p "$1"
-	mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$1" || return 1
+	timeout -s KILL 120 mount -t nfs -o vers=4.2,proto=rdma,port=20049,nconnect=4 "$SERVER_IP4:/" "$1" ||
+		return 1
 	if ! rdma_mount_carrier_ok "$SERVER_IP4"; then
-		umount "$1"
+		timeout -s KILL 60 umount "$1" || umount -f -l "$1"
 		return 1
 	fi
 	nconnect_n=$(mount_xprt_lines "$1" | wc -l)

@@ -5,8 +5,10 @@
 # mount. In each case fio writes a file in 1 MiB O_DIRECT blocks, with
 # checksums, and reads it back verified; the fault comes once the server
 # has written fio's first MiB, while fio still runs with at most half
-# its file written. fio must then write and verify all of it, without
-# an error, and a new file must read back intact on the same mount.
+# its file written, and when the fault has returned fio must still run
+# with less than its whole file written (so the fault fell among its
+# writes). fio must then write and verify all of it, without an error,
+# and a new file must read back intact on the same mount.
 #
 # - The server's RDMA device is removed (rdma link del) and added again:
 #   the client must reconnect. nfsd's listener is bound to the wildcard
@@ -153,7 +155,7 @@ fio_pid="" holder_pid="" conn_before=""
 # verifying it; both output formats in the log directory. A timeout(1)
 # of its own, in a process group of its own, bounds it.
 fio_start() {
-	mkdir -p "$mnt/$1" 2>>"$log" || return 1
+	timeout -s KILL 60 mkdir -p "$mnt/$1" 2>>"$log" || return 1
 	rm -f "$LOG_DIR/fio-$1.txt"
 	timeout -s KILL "$FIO_SECONDS" fio --name="$1" --directory="$mnt/$1" --rw=write --bs=1M \
 		--size="${SIZE_MIB}M" --ioengine=psync --direct=1 --end_fsync=1 --verify=crc32c \
@@ -222,6 +224,24 @@ fio_ok() {
 		}' "$out" && [ "$2" = 0 ]
 }
 
+# struck_among_writes FAULT: once FAULT has returned, fio still runs
+# and the server has not yet written all of its file: the fault fell
+# among fio's writes, not after them.
+struck_among_writes() {
+	local w
+	w=$(server_written "$mnt")
+	if ! kill -0 "$fio_pid" 2>/dev/null; then
+		tap_diag "fio had ended when the fault ($1) returned (${w:-?} bytes written): it did not strike under fio"
+		return 1
+	fi
+	if ! [ "${w:-0}" -lt $((SIZE_MIB << 20)) ] 2>/dev/null; then
+		tap_diag "the server had written ${w:-?} bytes, all of fio's file, when the fault ($1) returned:" \
+			"it did not strike among fio's writes"
+		return 1
+	fi
+	tap_diag "the fault ($1) returned with fio running, the server having written $w of $((SIZE_MIB << 20)) bytes"
+}
+
 # fault_under_fio NAME FAULT: fio NAME runs, FAULT strikes among its
 # writes; fio must then end well.
 fault_under_fio() {
@@ -233,6 +253,10 @@ fault_under_fio() {
 	fi
 	if ! "$2"; then
 		tap_diag "the fault ($2) failed"
+		fio_stop
+		return 1
+	fi
+	if ! struck_among_writes "$2"; then
 		fio_stop
 		return 1
 	fi
@@ -483,8 +507,8 @@ server_probe() {
 # client's own flock table, whatever the server holds.)
 client_probe() {
 	local out
-	out=$(/usr/bin/python3 -c "$LOCK_PROBE" "$mnt/$lock_path" 2>>"$log") || {
-		tap_diag "the lock probe on the client failed"
+	out=$(timeout -s KILL 60 /usr/bin/python3 -c "$LOCK_PROBE" "$mnt/$lock_path" 2>>"$log") || {
+		tap_diag "the lock probe on the client failed (or was killed after 60 s)"
 		return 1
 	}
 	tap_diag "a lock from another process of the client: $out"

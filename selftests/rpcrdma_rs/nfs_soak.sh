@@ -19,11 +19,13 @@
 # Once both mounts have written 2 MiB to the server, one reconnect is
 # forced: odd rounds have sunrpc inject 4 disconnects (fail_sunrpc, as
 # nfs_teardown.sh does), even rounds restart nfsd in the server guest.
-# A round passes when every fio job wrote and verified all its data
-# without error, every file checked out on both ends and was removed, the
-# mounts reconnected (after an nfsd restart, each of them), no I/O error
-# appeared (the mounts are hard), no reply was bad, with rpcrdma_rs every
-# connected transport had all its MRs back, and both mounts unmounted.
+# A round passes when the reconnect was forced so, under running fio,
+# every fio job wrote and verified all its data without error, every
+# file checked out on both ends and was removed, the mounts reconnected
+# (after an nfsd restart, each of them), no I/O error
+# appeared (the mounts are hard), no reply was bad, with rpcrdma_rs its
+# report listed exactly the mounts' five transports, all connected and
+# each with all its MRs back, and both mounts unmounted.
 #
 # One TAP case per round, then three: fresh mounts work after the rounds,
 # a kmemleak scan with them mounted finds nothing, and the soak ran its
@@ -53,6 +55,9 @@ RAND_BUFFERED_KIB=512
 FILES=160
 # The memory regions of one rpcrdma_rs connection.
 POOL=256
+# The transports a round's mounts make: four for the NFSv4.2 mount
+# (nconnect=4, which mount_v42 checks), one for the NFSv3 mount.
+XPRTS=5
 # Disconnects injected in a round, one every INJECT_INTERVAL transmissions.
 INJECTIONS=4
 INJECT_INTERVAL=40
@@ -73,6 +78,11 @@ if [ "${TEST_TIMEOUT:-600}" -lt $((MINUTES * 60 + 480)) ]; then
 fi
 
 bg_pids=()
+# mounted MNT: something is mounted at MNT, from /proc/self/mounts: a
+# stat of the mount point (mountpoint(1)) could wait for ever on a hard
+# mount whose server does not answer.
+mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
+
 # Whatever happens, nothing is left behind: no injection, no workload,
 # no mount.
 cleanup() {
@@ -82,7 +92,7 @@ cleanup() {
 		kill -TERM "$p" && wait "$p"
 	done
 	for m in "$mnt42" "$mnt3"; do
-		mountpoint -q "$m" || continue
+		mounted "$m" || continue
 		timeout -s KILL 60 umount "$m" || umount -f -l "$m"
 	done
 } >>"$LOG_DIR/tools.log" 2>&1
@@ -105,7 +115,7 @@ mount_v42() {
 unmount_all() {
 	local m rc=0
 	for m in "$mnt42" "$mnt3"; do
-		mountpoint -q "$m" || continue
+		mounted "$m" || continue
 		if ! timeout -s KILL 120 umount "$m" 2>>"$rdir/tools.log"; then
 			umount -f -l "$m" 2>>"$rdir/tools.log"
 			rc=1
@@ -197,19 +207,25 @@ make_tree() {
 
 # meta_work SRC DEST (in the background, output to a log): copies the
 # tree in, lists it (every name made, nothing else) and checks every
-# file's checksum with the page cache dropped. Each step is bounded.
+# file's checksum with the page cache dropped. Each step on the mount is
+# bounded and killed after its time, a cd into DEST included (SIGKILL: a
+# task waiting on a hard mount takes no other signal for certain).
 meta_work() {
 	local src=$1 dest=$2
-	timeout 300 cp -r "$src" "$dest" || { echo "meta: copy failed"; return 1; }
-	if ! diff <(cd "$src" && find . | LC_ALL=C sort) <(cd "$dest" && timeout 300 find . | LC_ALL=C sort); then
+	timeout -s KILL 300 cp -r "$src" "$dest" || { echo "meta: copy failed"; return 1; }
+	if ! diff <(find "$src" -mindepth 1 -printf '%P\n' | LC_ALL=C sort) \
+		<(timeout -s KILL 300 find "$dest" -mindepth 1 -printf '%P\n' | LC_ALL=C sort); then
 		echo "meta: the listing differs from the names made"
 		return 1
 	fi
-	if ! timeout 300 sync || ! echo 3 >/proc/sys/vm/drop_caches; then
+	if ! timeout -s KILL 300 sync || ! echo 3 >/proc/sys/vm/drop_caches; then
 		echo "meta: sync failed"
 		return 1
 	fi
-	(cd "$dest" && timeout 300 sha256sum -c --quiet "$src.sha256") || { echo "meta: checksums differ"; return 1; }
+	# (sha256sum reads the names in SUMS relative to DEST.)
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	timeout -s KILL 300 bash -c 'cd "$1" && exec sha256sum -c --quiet "$2"' _ "$dest" "$src.sha256" ||
+		{ echo "meta: checksums differ"; return 1; }
 }
 
 # server_tree_ok SUB SUMS: the server guest's copy of SUB/meta has the
@@ -226,8 +242,13 @@ server_tree_ok() {
 # remove_tree MNT SUB: everything the round wrote under SUB removed
 # through the mount; the server guest no longer has it.
 remove_tree() {
-	timeout 300 rm -rf "${1:?}/$2" 2>>"$rdir/tools.log" || return 1
-	[ ! -e "$1/$2" ] || return 1
+	local rc
+	timeout -s KILL 300 rm -rf "${1:?}/$2" 2>>"$rdir/tools.log" || return 1
+	# Gone through the mount: test(1) says 1, not 0 (there) or 137
+	# (killed after 60 s).
+	timeout -s KILL 60 test -e "$1/$2"
+	rc=$?
+	[ "$rc" = 1 ] || return 1
 	server_run "[ ! -e /srv/export/$2 ]"
 }
 
@@ -301,18 +322,19 @@ rs_transports() {
 		END { print n + 0, c + 0, f + 0 }' "$xprts" 2>/dev/null
 }
 
-# mrs_back: once the I/O is over, every connected rpcrdma_rs transport to
-# the server has all its MRs free again (within 30 s), and at least two
-# (one per mount) are connected.
+# mrs_back: once the I/O is over, rpcrdma_rs lists exactly the XPRTS
+# transports of the round's mounts to the server, all connected, each
+# with all its MRs free again (within 30 s: a transport of an earlier
+# mount lingers until its destroy work has run).
 mrs_back() {
 	local i n c f
 	for ((i = 0; i < 150; i++)); do
 		read -r n c f < <(rs_transports)
-		[ "${c:-0}" -ge 2 ] && [ "$f" = "$c" ] && return 0
+		[ "$n" = "$XPRTS" ] && [ "$c" = "$XPRTS" ] && [ "$f" = "$XPRTS" ] && return 0
 		sleep 0.2
 	done
 	tap_diag "round $round: rpcrdma_rs transports to the server: ${n:-0} listed, ${c:-0} connected," \
-		"${f:-0} of those with all $POOL MRs free"
+		"${f:-0} with all $POOL MRs free; want $XPRTS of each"
 	return 1
 }
 
@@ -334,7 +356,7 @@ run_round() {
 		return 1
 	fi
 	if ! make_tree "$scratch/tree42" 2>>"$rdir/tools.log" || ! make_tree "$scratch/tree3" 2>>"$rdir/tools.log" ||
-		! mkdir -p "$mnt42/$sub42/fio" "$mnt3/$sub3/fio" 2>>"$rdir/tools.log"; then
+		! timeout -s KILL 120 mkdir -p "$mnt42/$sub42/fio" "$mnt3/$sub3/fio" 2>>"$rdir/tools.log"; then
 		problem "could not set the round up"
 		unmount_all
 		return 1
@@ -354,7 +376,9 @@ run_round() {
 	if under_way; then
 		under_io=$((under_io + 1))
 	else
-		tap_diag "round $round: fio ended on a mount before 2 MiB reached the server: $kind without I/O"
+		# The reconnect must come under running fio: the round fails
+		# (the trigger still runs, for the rest of its checks).
+		problem "the $kind did not come under running fio (fio ended on a mount, or 2 MiB had not reached the server on each within 5 minutes)"
 	fi
 	tap_diag "round $round: $kind now; written to the server: NFSv4.2 $(server_written "$mnt42")," \
 		"NFSv3 $(server_written "$mnt3") bytes"
@@ -429,7 +453,7 @@ round_trip() {
 		2>>"$LOG_DIR/tools.log" || return 1
 	got=$(timeout -s KILL 120 dd if="$1/$2" bs=1M iflag=direct status=none 2>>"$LOG_DIR/tools.log" |
 		sha256sum | cut -d' ' -f1)
-	rm -f "${1:?}/$2" 2>>"$LOG_DIR/tools.log"
+	timeout -s KILL 60 rm -f "${1:?}/$2" 2>>"$LOG_DIR/tools.log"
 	[ "$got" = "$want" ] || { tap_diag "$2: read back $got"; return 1; }
 }
 

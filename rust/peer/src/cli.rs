@@ -54,7 +54,7 @@ Faults:
   credits-zero            a grant of 0 credits
   credits-max             a grant of 2^32-1 credits
   wrong-xid               the reply carries another XID
-  duplicate-reply         the reply is sent twice
+  duplicate-reply         the reply is sent twice (the copy as a plain Send)
   reply-too-long          an inline reply 4 KiB longer than the client's
                           Receive buffers
   write-chunk-overflow    the Write chunk claims 4 KiB more than offered

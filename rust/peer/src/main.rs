@@ -234,13 +234,8 @@ impl Peer {
 
     fn connect_request(&mut self, id: *mut rdma_cm_id, pd: &[u8], resp: u8, init: u8) {
         self.check_case(true);
-        // SAFETY: `id` is the new id of this request.
-        let peer = unsafe {
-            verbs::from_sockaddr(
-                &(*id).route.addr.__bindgen_anon_2.dst_addr as *const _ as *const libc::sockaddr,
-            )
-        }
-        .map_or_else(|| "?".into(), |a| a.to_string());
+        // SAFETY: `id` is the new, live id of this request.
+        let peer = unsafe { verbs::dst_addr(id) }.map_or_else(|| "?".into(), |a| a.to_string());
         event!(
             "connect-request peer={peer} private_data={} initiator_depth={init} responder_resources={resp}",
             hex(pd)
@@ -499,11 +494,12 @@ fn handle(
         std::thread::sleep(Duration::from_millis(opts.frwr_delay_ms));
         match conn.probe(probe) {
             Ok(r) => event!(
-                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp={} xid={:#010x} fault={}",
-                wc_status_name(r.status),
+                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp_before={} qp={} xid={:#010x} fault={}",
+                r.status.map_or("NOT_POSTED", wc_status_name),
                 r.succeeded,
                 r.segments,
                 r.bytes,
+                r.qp_before.map_or("?", verbs::qp_state_name),
                 r.qp_state.map_or("?", verbs::qp_state_name),
                 call.xid,
                 due.map_or("?", Fault::name)

@@ -9,7 +9,8 @@
 use crate::cli::Fault;
 use crate::nfs::Reply;
 use rpcrdma_proto::proto::header::{
-    self, Body, DecodeError, DecodeLimits, MsgProc, RdmaError, Segment, FIXED_LEN, MIN_HEADER_LEN,
+    self, Body, DecodeError, DecodeLimits, EncodeError, MsgProc, RdmaError, Segment, FIXED_LEN,
+    MIN_HEADER_LEN,
 };
 use rpcrdma_proto::proto::xdr::xdr_pad_size;
 use rpcrdma_proto::proto::RPCRDMA_VERSION;
@@ -188,12 +189,21 @@ pub struct Outgoing {
     pub writes: Vec<RdmaWrite>,
     pub send: Vec<u8>,
     pub sends: usize,
-    /// Send With Invalidate of this rkey.
+    /// Send With Invalidate of this rkey (the first Send only).
     pub invalidate: Option<u32>,
     pub disconnect: bool,
     pub probe: Option<Probe>,
     /// The fault changed this reply.
     pub fired: bool,
+}
+
+impl Outgoing {
+    /// The rkey the `i`th Send of the Reply invalidates: only the first
+    /// Send's. A duplicate is a plain Send, so that it tests how the
+    /// client handles a second Reply, not an rkey invalidated twice.
+    pub fn invalidate_for(&self, i: usize) -> Option<u32> {
+        self.invalidate.filter(|_| i == 0)
+    }
 }
 
 /// What the connection allows.
@@ -317,9 +327,16 @@ fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
     (plan, Used::ReplyChunk)
 }
 
+/// Length of the longest RDMA_ERROR header (ERR_VERS).
+const ERROR_HEADER_LEN: usize = FIXED_LEN + 12;
+
 impl Plan {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; 64 * 1024];
+    /// The Reply's transport header, and the inline RPC bytes after it for
+    /// RDMA_MSG. Fails only when a segment cannot be encoded (its offset
+    /// plus length wraps): the buffer is as long as the lists need.
+    fn encode(&self) -> Result<Vec<u8>, EncodeError> {
+        let len = header_len(&self.write_list, self.reply_chunk.as_deref()).max(ERROR_HEADER_LEN);
+        let mut out = vec![0u8; len];
         let n = match self.error {
             Some(e) => header::encode_error(&mut out, self.xid, self.credit, e),
             None => header::encode_chunked(
@@ -332,15 +349,11 @@ impl Plan {
                 self.reply_chunk.as_ref().map(|c| c.iter().copied()),
             ),
         };
-        // The lists come from the client's own header, so they fit and do
-        // not wrap; an overflowing claim from a fault is kept in range
-        // where it is made.
-        let n = n.expect("encoding a reply header");
-        out.truncate(n);
+        out.truncate(n?);
         if self.error.is_none() && self.proc == MsgProc::Msg {
             out.extend_from_slice(&self.inline);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -432,11 +445,22 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         Some(_) => fired = false,
     }
     out.fired = fired;
+    out.send = match plan.encode() {
+        Ok(send) => send,
+        // A segment that wraps. parse_call refuses such segments, the
+        // Reply's are no longer than the Call's, and an overflowing claim
+        // from a fault is kept in range where it is made; should one come
+        // through all the same, ERR_CHUNK answers it, as a Call we cannot
+        // answer, rather than a panic.
+        Err(_) => {
+            plan.error = Some(RdmaError::Chunk);
+            error_reply(plan.xid, plan.credit, RdmaError::Chunk)
+        }
+    };
     if plan.error.is_some() {
         // An RDMA_ERROR places nothing.
         plan.writes.clear();
     }
-    out.send = plan.encode();
     out.writes = std::mem::take(&mut plan.writes);
     match fault.filter(|_| fired) {
         Some(Fault::ShortHeader) => {
@@ -445,19 +469,22 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         }
         Some(Fault::TruncatedHeader) => {
             out.writes.clear();
-            let mut h = Plan {
+            // Without segments the header always encodes.
+            if let Ok(mut h) = (Plan {
                 write_list: Vec::new(),
                 reply_chunk: None,
                 inline: Vec::new(),
                 error: None,
                 proc: MsgProc::Msg,
                 ..plan
+            })
+            .encode()
+            {
+                // Fixed fields and the Read and Write list ends: the Reply
+                // chunk's discriminator is missing.
+                h.truncate(MIN_HEADER_LEN - 4);
+                out.send = h;
             }
-            .encode();
-            // Fixed fields and the Read and Write list ends: the Reply
-            // chunk's discriminator is missing.
-            h.truncate(MIN_HEADER_LEN - 4);
-            out.send = h;
         }
         Some(Fault::BadVersion) => patch_word(&mut out.send, 1, 2),
         Some(Fault::BadProc) => patch_word(&mut out.send, 3, 5),
@@ -484,8 +511,10 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
 
 /// The transport header answering a refused Call.
 pub fn error_reply(xid: u32, credits: u32, error: RdmaError) -> Vec<u8> {
-    let mut out = vec![0u8; 64];
-    let n = header::encode_error(&mut out, xid, credits, error).expect("an RDMA_ERROR fits");
+    let mut out = vec![0u8; ERROR_HEADER_LEN];
+    // An RDMA_ERROR has no segments: it fails only for want of room,
+    // which ERROR_HEADER_LEN gives (the tests encode both kinds).
+    let n = header::encode_error(&mut out, xid, credits, error).unwrap_or(0);
     out.truncate(n);
     out
 }
@@ -677,6 +706,11 @@ mod tests {
                 reply_chunk_len: 100
             }
         );
+        // A duplicate Reply: the first Send invalidates, the second not.
+        let dup = respond(&call, &small, &LIM, Some(Fault::DuplicateReply));
+        assert_eq!(dup.sends, 2);
+        assert_eq!(dup.invalidate_for(0), Some(4));
+        assert_eq!(dup.invalidate_for(1), None);
 
         // Without a Reply chunk, a small Reply goes inline.
         let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
@@ -768,7 +802,9 @@ mod tests {
         let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().1;
         assert_eq!(&out.send[hdr..hdr + 4], &0x9234_5678u32.to_be_bytes());
 
-        assert_eq!(run(Fault::DuplicateReply).sends, 2);
+        let out = run(Fault::DuplicateReply);
+        assert_eq!(out.sends, 2);
+        assert_eq!(out.invalidate_for(1), None);
         assert_eq!(run(Fault::ReplyTooLong).send.len(), 8192);
 
         let out = run(Fault::WriteChunkOverflow);
@@ -839,6 +875,49 @@ mod tests {
         let out = respond(&call, &small, &LIM, Some(Fault::FrwrReadAfterReply));
         assert!(out.fired);
         assert_eq!(out.probe, Some(Probe::Read(vec![rs.segment])));
+    }
+
+    #[test]
+    fn headers_of_any_size_and_unencodable_segments() {
+        // A Reply chunk whose header alone is larger than 64 KiB (more
+        // segments than parse_call takes, but respond has no limit).
+        let call = Call {
+            xid: 0x1234_5678,
+            nomsg: false,
+            read_chunks: Vec::new(),
+            write_chunks: Vec::new(),
+            reply_chunk: Some((0..5000).map(|i| seg(4, 16, 0x10_0000 + i * 16)).collect()),
+            inline: Vec::new(),
+        };
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        let out = respond(&call, &small, &LIM, None);
+        assert_eq!(out.send.len(), MIN_HEADER_LEN + 4 + 16 * 5000);
+        assert_eq!(&out.send[12..16], &header::RDMA_NOMSG.to_be_bytes());
+        assert_eq!(out.writes.len(), 7);
+
+        // A segment whose offset plus length wraps cannot be encoded:
+        // ERR_CHUNK, nothing placed.
+        let call = Call {
+            xid: 0x1234_5678,
+            nomsg: false,
+            read_chunks: Vec::new(),
+            write_chunks: vec![vec![seg(1, 8192, u64::MAX - 100)]],
+            reply_chunk: None,
+            inline: Vec::new(),
+        };
+        let out = respond(&call, &read_reply(5000), &LIM, None);
+        assert!(out.writes.is_empty());
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Error(RdmaError::Chunk)
+        );
+        // Both kinds of RDMA_ERROR fit their buffer.
+        assert_eq!(error_reply(1, 2, RdmaError::Chunk).len(), FIXED_LEN + 4);
+        let vers = RdmaError::Vers { low: 1, high: 1 };
+        assert_eq!(error_reply(1, 2, vers).len(), ERROR_HEADER_LEN);
     }
 
     #[test]

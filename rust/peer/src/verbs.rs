@@ -107,7 +107,10 @@ pub fn to_sockaddr(a: &SocketAddr) -> libc::sockaddr_storage {
 /// Reads a C socket address; `None` for other families.
 ///
 /// # Safety
-/// `sa` must point to a socket address of the size its family implies.
+/// `sa` must point to a socket address of the size its family implies,
+/// and be derived from a pointer to all of it (a `sockaddr_storage`, or
+/// the `sockaddr_in6` itself), not from a reference to a 16-byte
+/// `sockaddr`.
 pub unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
     // SAFETY: the caller's promise.
     unsafe {
@@ -127,6 +130,23 @@ pub unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
             }
             _ => None,
         }
+    }
+}
+
+/// The address of the other end of the connection `id`.
+///
+/// # Safety
+/// `id` must point to a live `rdma_cm_id`.
+pub unsafe fn dst_addr(id: *const rdma_cm_id) -> Option<SocketAddr> {
+    // SAFETY: `id` is live (the caller's promise). The pointer is taken
+    // with `addr_of!` from the whole destination address, the union's
+    // `sockaddr_storage` member, without a reference to a smaller member:
+    // it covers the `sockaddr_in6` or `sockaddr_in` that `from_sockaddr`
+    // reads, whichever family the connection manager wrote there.
+    unsafe {
+        from_sockaddr(
+            ptr::addr_of!((*id).route.addr.__bindgen_anon_2.dst_storage).cast::<libc::sockaddr>(),
+        )
     }
 }
 
@@ -218,8 +238,14 @@ pub struct Message {
 
 /// Results of an FRWR probe.
 pub struct ProbeResult {
-    /// Status of the first work request.
-    pub status: u32,
+    /// Status of the probe's first work request; `None` when nothing was
+    /// posted because the QP was not fit to test anything (see
+    /// `qp_before`).
+    pub status: Option<u32>,
+    /// QP state just before the probe was posted: it is posted only on a
+    /// QP in RTS with nothing else in flight, so that a failure is the
+    /// probe's own and not a flush of a QP already broken.
+    pub qp_before: Option<u32>,
     /// Work requests that succeeded.
     pub succeeded: usize,
     pub segments: usize,
@@ -267,10 +293,7 @@ impl Conn {
         // every object created is checked and owned by the returned
         // `Conn`, whose drop frees what exists.
         unsafe {
-            let peer = from_sockaddr(
-                &(*id).route.addr.__bindgen_anon_2.dst_addr as *const _ as *const libc::sockaddr,
-            )
-            .map_or_else(|| "?".into(), |a| a.to_string());
+            let peer = dst_addr(id).map_or_else(|| "?".into(), |a| a.to_string());
             let send_base = RECVS * a.recv_size;
             let staging_base = send_base + SENDS * a.send_size;
             let mut c = Box::new(Self {
@@ -694,7 +717,7 @@ impl Conn {
     pub fn execute(&mut self, out: &Outgoing) -> Result<Option<u32>, String> {
         let mut ids = self.post_writes(&out.writes)?;
         for i in 0..out.sends {
-            ids.push(self.post_send(&out.send, out.invalidate)?);
+            ids.push(self.post_send(&out.send, out.invalidate_for(i))?);
             if i + 1 < out.sends {
                 // A duplicate goes once the first is acknowledged.
                 let statuses = self.wait(&ids).ok_or("Send timed out")?;
@@ -711,12 +734,32 @@ impl Conn {
         Ok(statuses.into_iter().find(|s| *s != IBV_WC_SUCCESS))
     }
 
-    /// RDMA Writes to, or Reads from, rkeys that should be gone.
+    /// RDMA Writes to, or Reads from, rkeys that should be gone. Posted
+    /// only as the first work requests after the Reply's, all of which
+    /// have completed, on a QP still in RTS; otherwise nothing is posted
+    /// and the result says why (`status` `None`, `qp_before`).
     pub fn probe(&mut self, probe: &Probe) -> Result<ProbeResult, String> {
         let (opcode, segs) = match probe {
             Probe::Write(s) => (IBV_WR_RDMA_WRITE, s),
             Probe::Read(s) => (IBV_WR_RDMA_READ, s),
         };
+        // Whatever completed meanwhile (the client's Calls) is taken in
+        // first: a failed completion marks the connection dead.
+        self.service();
+        let qp_before = self.qp_state();
+        // Every Send buffer free: no Send in flight. RDMA Reads and Writes
+        // are always waited for, or the connection is dead.
+        let idle = self.free_sends.len() == SENDS;
+        if self.dead || !idle || qp_before != Some(IBV_QPS_RTS) {
+            return Ok(ProbeResult {
+                status: None,
+                qp_before,
+                succeeded: 0,
+                segments: 0,
+                bytes: 0,
+                qp_state: qp_before,
+            });
+        }
         let mut ids = Vec::new();
         let mut at = 0;
         let mut bytes = 0u64;
@@ -742,7 +785,8 @@ impl Conn {
         std::thread::sleep(Duration::from_millis(500));
         self.service();
         Ok(ProbeResult {
-            status: statuses.first().copied().unwrap_or(IBV_WC_SUCCESS),
+            status: statuses.first().copied(),
+            qp_before,
             succeeded: statuses.iter().filter(|s| **s == IBV_WC_SUCCESS).count(),
             segments: ids.len(),
             bytes,
