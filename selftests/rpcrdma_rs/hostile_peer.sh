@@ -604,7 +604,8 @@ check_reconnected() {
 # status, so that a failure is the probe's own. Over Soft-RoCE it fails
 # REM_ACCESS_ERR. Over Soft-iWARP the client refuses by terminating the
 # connection, and the QP is then in error: a Write has completed locally
-# (SUCCESS), and a Read is flushed (WR_FLUSH_ERR; siw completes the Read
+# (SUCCESS) or, if the termination came while siw still sent it, is
+# flushed (WR_FLUSH_ERR), and a Read is flushed (siw completes the Read
 # requests of a QP its peer terminated that way, never REM_ACCESS_ERR).
 check_frwr() {
 	local l line="" status="" qp="" before=""
@@ -622,7 +623,7 @@ check_frwr() {
 	fi
 	case "$RDMA:$1:$status" in
 	*:REM_ACCESS_ERR) return 0 ;;
-	siw:write:SUCCESS | siw:read:WR_FLUSH_ERR) [ "$qp" = ERR ] ;;
+	siw:write:SUCCESS | siw:write:WR_FLUSH_ERR | siw:read:WR_FLUSH_ERR) [ "$qp" = ERR ] ;;
 	*) return 1 ;;
 	esac
 }
