@@ -344,19 +344,8 @@ peer_mount() {
 	return 1
 }
 
-# is_mounted: something is mounted at $MNT.
-is_mounted() {
-	local l w
-	mapfile -t mnts </proc/self/mounts
-	for l in "${mnts[@]}"; do
-		read -r -a w <<<"$l"
-		[ "${w[1]}" = "$MNT" ] && return 0
-	done
-	return 1
-}
-
 peer_umount() {
-	is_mounted || return 0
+	mounted "$MNT" || return 0
 	timeout 30 umount -i "$MNT" >>"$CLIENT_LOG" 2>&1 && return 0
 	umount -i -f -l "$MNT" >>"$CLIENT_LOG" 2>&1
 	return 1

@@ -201,6 +201,11 @@ mount_nconnect4() {
 	[ "$nconnect_n" = 4 ]
 }
 
+# mounted MNT: something is mounted at MNT, from /proc/self/mounts: a
+# stat of the mount point (mountpoint(1)) could wait for ever on a hard
+# mount whose server does not answer.
+mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
+
 # The "xprt:" line of the NFS mount at MNT in /proc/self/mountstats.
 mount_xprt_line() {
 	local lines

@@ -325,10 +325,6 @@ unlock() {
 	grep -qx released "$scratch/holder.out"
 }
 
-# (Nothing here may wait on a dead server unbounded: /proc/mounts, not a
-# stat of the mount point, and each command on the mount timed.)
-mounted() { awk -v m="$mnt" '$2 == m { found = 1 } END { exit !found }' /proc/mounts; }
-
 # case_end: nothing of the case is left, on either guest: the next case
 # starts from the server guest as it was.
 case_end() {
@@ -343,7 +339,7 @@ case_end() {
 cleanup() {
 	fio_stop
 	unlock
-	if mounted; then
+	if mounted "$mnt"; then
 		quietly 60 umount "$mnt" || umount -f -l "$mnt"
 	fi
 	[ -e "/sys/class/infiniband/$(rdma_dev)" ] ||

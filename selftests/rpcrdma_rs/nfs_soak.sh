@@ -78,11 +78,6 @@ if [ "${TEST_TIMEOUT:-600}" -lt $((MINUTES * 60 + 480)) ]; then
 fi
 
 bg_pids=()
-# mounted MNT: something is mounted at MNT, from /proc/self/mounts: a
-# stat of the mount point (mountpoint(1)) could wait for ever on a hard
-# mount whose server does not answer.
-mounted() { awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts; }
-
 # Whatever happens, nothing is left behind: no injection, no workload,
 # no mount.
 cleanup() {
