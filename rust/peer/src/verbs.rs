@@ -138,11 +138,11 @@ pub unsafe fn from_sockaddr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
 /// # Safety
 /// `id` must point to a live `rdma_cm_id`.
 pub unsafe fn dst_addr(id: *const rdma_cm_id) -> Option<SocketAddr> {
-    // SAFETY: `id` is live (the caller's promise). The pointer is taken
-    // with `addr_of!` from the whole destination address, the union's
-    // `sockaddr_storage` member, without a reference to a smaller member:
-    // it covers the `sockaddr_in6` or `sockaddr_in` that `from_sockaddr`
-    // reads, whichever family the connection manager wrote there.
+    // The pointer is taken with `addr_of!` from the union's whole
+    // `sockaddr_storage` member, never through a reference to a smaller
+    // one, so it covers whichever family the connection manager wrote.
+    // SAFETY: `id` is live (the caller's promise), and the storage covers
+    // the `sockaddr_in6` or `sockaddr_in` that `from_sockaddr` reads.
     unsafe {
         from_sockaddr(
             ptr::addr_of!((*id).route.addr.__bindgen_anon_2.dst_storage).cast::<libc::sockaddr>(),
