@@ -594,8 +594,10 @@ check_reconnected() {
 # REM_ACCESS_ERR. Over Soft-iWARP the client refuses by terminating the
 # connection, and the QP is then in error: a Write has completed locally
 # (SUCCESS) or, if the termination came while siw still sent it, is
-# flushed (WR_FLUSH_ERR), and a Read is flushed (siw completes the Read
-# requests of a QP its peer terminated that way, never REM_ACCESS_ERR).
+# flushed (WR_FLUSH_ERR) or failed by siw's transmit path when the
+# socket went away under it (LOC_QP_OP_ERR, siw_qp_sq_process), and a
+# Read is flushed (siw completes the Read requests of a QP its peer
+# terminated that way, never REM_ACCESS_ERR) or fails the same way.
 check_frwr() {
 	local l line="" status="" qp="" before=""
 	peer_read
@@ -612,7 +614,7 @@ check_frwr() {
 	fi
 	case "$RDMA:$1:$status" in
 	*:REM_ACCESS_ERR) return 0 ;;
-	siw:write:SUCCESS | siw:write:WR_FLUSH_ERR | siw:read:WR_FLUSH_ERR) [ "$qp" = ERR ] ;;
+	siw:write:SUCCESS | siw:*:WR_FLUSH_ERR | siw:*:LOC_QP_OP_ERR) [ "$qp" = ERR ] ;;
 	*) return 1 ;;
 	esac
 }
