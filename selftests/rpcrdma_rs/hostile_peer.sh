@@ -76,6 +76,7 @@ CASES=(
 	"pd-sizes-0 | read | ok | --private-data sizes-0 | pd 1024 1024 1 1024 1024"
 	"pd-sizes-max | read | ok | --private-data sizes-max | pd 262144 262144 1 4096 4096"
 	"pd-rinv-off | read | ok | --private-data rinv-off | pd 4096 4096 0 4096 4096"
+	"pd-offset | read | ok | --private-data offset | pd 4096 4096 1 4096 4096"
 	"short-header | read | ok | --fault short-header | logged short transport header \\(12 bytes\\)"
 	"truncated-header | read | ok | --fault truncated-header | logged bad transport header: Truncated"
 	"bad-version | read | ok | --fault bad-version | logged bad transport header: BadVersion\\(2\\)"
@@ -88,10 +89,13 @@ CASES=(
 	"duplicate-reply | read | ok | --fault duplicate-reply | duplicate"
 	"reply-too-long | read | ok | --fault reply-too-long | logged Receive failed with completion status"
 	"write-chunk-overflow | read | ok | --fault write-chunk-overflow | logged Write chunk longer than offered"
+	"write-chunk-extra-segment | read | ok | --fault write-chunk-extra-segment | logged Write chunk longer than offered"
 	"reply-chunk-overflow | ls | ok | --fault reply-chunk-overflow --on readdirplus | logged Reply chunk longer than offered"
 	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | logged malformed reply chunk lists"
 	"disconnect-mid-reply | read | ok | --fault disconnect-mid-reply | reconnected"
 	"silence | read | ok | --fault silence | reconnected"
+	"send-inv-unknown | read | ok | --fault send-inv-unknown | reconnected"
+	"send-inv-other-rpc | read2 | ok | --fault send-inv-other-rpc | other_rpc"
 	"frwr-write-after-reply | read | ok | --fault frwr-write-after-reply --no-send-inv | frwr write"
 	"frwr-read-after-reply | write | ok | --fault frwr-read-after-reply --on write --no-send-inv | frwr read"
 )
@@ -124,13 +128,18 @@ if [ ! -x "$PEER" ]; then
 	tap_diag "no $PEER: scripts/test.sh builds it (cargo build --release in rust/peer)"
 fi
 
-# What data64k holds (see rust/peer/src/nfs.rs), and data to write.
+# What data64k holds (see rust/peer/src/nfs.rs), and its two halves;
+# data to write.
 expected=$(seq -f '%015g' 0 4095 | sha256sum | cut -d' ' -f1)
+expected_h1=$(seq -f '%015g' 0 2047 | sha256sum | cut -d' ' -f1)
+expected_h2=$(seq -f '%015g' 2048 4095 | sha256sum | cut -d' ' -f1)
 head -c 65536 /dev/urandom >"$SCRATCH/w64k"
 expected_w=$(sha256sum <"$SCRATCH/w64k" | cut -d' ' -f1)
 if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	tap_diag "BREAK_DATA_CHECK=1: corrupting the expected checksums"
 	expected=$(rotate_first_digit <<<"$expected")
+	expected_h1=$(rotate_first_digit <<<"$expected_h1")
+	expected_h2=$(rotate_first_digit <<<"$expected_h2")
 	expected_w=$(rotate_first_digit <<<"$expected_w")
 fi
 
@@ -259,7 +268,8 @@ peer_case() {
 	local args=$2
 	# Over siw the peer's Send With Invalidate (userspace, libsiw) fails
 	# at the client with a remote invalidate error, where the kernel
-	# server's works; the peer sends plain Sends there.
+	# server's works; the peer sends plain Sends there (but for the
+	# send-inv-* faults' own, which go all the same).
 	if [ "$RDMA" = siw ] && [[ $args != *--no-send-inv* ]]; then
 		args="$args --no-send-inv"
 	fi
@@ -400,6 +410,40 @@ do_io() {
 	read)
 		sum_of "$MNT/data64k"
 		verdict $? "$sum" "$expected"
+		;;
+	read2)
+		# Both halves of data64k at once, O_DIRECT: two READs, each
+		# with a Write chunk, the second sent while the first waits.
+		local p1 p2 rc1 rc2 rc s1
+		rm -f "$SCRATCH/h1" "$SCRATCH/h2"
+		timeout "$IO_LIMIT" dd if="$MNT/data64k" of="$SCRATCH/h1" iflag=direct bs=32k count=1 \
+			status=none 2>>"$CLIENT_LOG" &
+		p1=$!
+		timeout "$IO_LIMIT" dd if="$MNT/data64k" of="$SCRATCH/h2" iflag=direct bs=32k skip=1 count=1 \
+			status=none 2>>"$CLIENT_LOG" &
+		p2=$!
+		wait "$p1"
+		rc1=$?
+		wait "$p2"
+		rc2=$?
+		if [ "$rc1" = 0 ] && [ "$rc2" = 0 ]; then
+			sum_of "$SCRATCH/h1"
+			rc=$?
+			s1=$sum
+			[ "$rc" = 0 ] && { sum_of "$SCRATCH/h2"; rc=$?; }
+			# Both halves right, or the data is wrong.
+			if [ "$rc" != 0 ]; then
+				verdict "$rc" "" ""
+			elif [ "$s1" = "$expected_h1" ]; then
+				verdict 0 "$sum" "$expected_h2"
+			else
+				io=wrong
+			fi
+		elif [ "$rc1" = 124 ] || [ "$rc1" = 137 ]; then
+			verdict "$rc1" "" ""
+		else
+			verdict "$((rc2 == 0 ? rc1 : rc2))" "" ""
+		fi
 		;;
 	write)
 		timeout "$IO_LIMIT" dd if="$SCRATCH/w64k" of="$MNT/w64k" bs=64k conv=fsync \
@@ -585,6 +629,28 @@ check_reconnected() {
 	n=${xprt[4]}
 	why="connect_count ${connects0:-?} once mounted, ${n:-?} now"
 	[ -n "$connects0" ] && [ "${n:-0}" -gt "$connects0" ] 2>/dev/null
+}
+
+# check_other_rpc: a Reply's Send With Invalidate named the rkey of
+# another RPC in flight, and the connection was reset. Over Soft-RoCE
+# that rkey was really invalid afterwards: the peer's RDMA Write of the
+# other RPC's data to it failed REM_ACCESS_ERR (the client must neither
+# have taken it for the first RPC's nor used the other RPC's memory as
+# still registered). Over Soft-iWARP the peer's Send With Invalidate
+# fails at the client (see peer_case), so only the reset shows.
+check_other_rpc() {
+	local l other="" line=""
+	check_reconnected || return 1
+	[ "$RDMA" = rxe ] || return 0
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ ^fault-fired\ .*\ of_xid=(0x[0-9a-f]+) ]] && other=${BASH_REMATCH[1]}
+	done
+	for l in "${peer_lines[@]}"; do
+		[ -n "$other" ] && [[ $l == "reply-failed xid=$other "* ]] && line=$l
+	done
+	why="$why; the other RPC's (${other:-?}) reply: ${line:-did not fail}"
+	[[ $line == *" status=REM_ACCESS_ERR"* ]]
 }
 
 # check_frwr write|read: the peer's RDMA to the rkeys of a finished RPC

@@ -16,7 +16,7 @@ Options:
   --listen ADDR:PORT      address to listen on (e.g. 0.0.0.0:20050, [::]:20050)
   --private-data MODE     RFC 8797 private data sent with the accept:
                             ok (default), none, bad-magic, version-2,
-                            sizes-0, sizes-max, rinv-off
+                            sizes-0, sizes-max, rinv-off, offset
   --inline BYTES          Send and Receive sizes advertised (default 4096)
   --credits N             credit grant in every reply (default 32)
   --no-send-inv           never answer with Send With Invalidate
@@ -58,11 +58,22 @@ Faults:
   reply-too-long          an inline reply 4 KiB longer than the client's
                           Receive buffers
   write-chunk-overflow    the Write chunk claims 4 KiB more than offered
+  write-chunk-extra-segment
+                          the Write chunk has one segment more than
+                          offered, claiming 4 KiB more
   reply-chunk-overflow    the Reply chunk claims 4 KiB more than offered
   nomsg-no-reply-chunk    RDMA_NOMSG without a Reply chunk
   disconnect-mid-reply    RDMA Writes of the reply, then a disconnect
                           instead of the Send
   silence                 no reply at all
+  send-inv-unknown        the reply's Send With Invalidate names an rkey
+                          the client never offered (even with
+                          --no-send-inv)
+  send-inv-other-rpc      the reply is held until another call with a
+                          chunk comes (up to 3 s), then sent with Send
+                          With Invalidate of that call's rkey; that call
+                          is answered as usual after it (even with
+                          --no-send-inv)
   frwr-write-after-reply  after a reply, RDMA Write to the Write chunk's
                           rkeys (use with --on read)
   frwr-read-after-reply   after a reply, RDMA Read from the Read chunk's
@@ -94,6 +105,9 @@ pub enum PrivateDataMode {
     SizesMax,
     /// A valid message with the R bit clear.
     RinvOff,
+    /// A valid message after three other octets: RFC 8797, section 5.2,
+    /// has the receiver search for it at any offset.
+    Offset,
 }
 
 impl PrivateDataMode {
@@ -106,6 +120,7 @@ impl PrivateDataMode {
             "sizes-0" => Self::Sizes0,
             "sizes-max" => Self::SizesMax,
             "rinv-off" => Self::RinvOff,
+            "offset" => Self::Offset,
             _ => return None,
         })
     }
@@ -126,10 +141,13 @@ pub enum Fault {
     DuplicateReply,
     ReplyTooLong,
     WriteChunkOverflow,
+    WriteChunkExtraSegment,
     ReplyChunkOverflow,
     NomsgNoReplyChunk,
     DisconnectMidReply,
     Silence,
+    SendInvUnknown,
+    SendInvOtherRpc,
     FrwrWriteAfterReply,
     FrwrReadAfterReply,
 }
@@ -147,10 +165,13 @@ const FAULTS: &[(&str, Fault)] = &[
     ("duplicate-reply", Fault::DuplicateReply),
     ("reply-too-long", Fault::ReplyTooLong),
     ("write-chunk-overflow", Fault::WriteChunkOverflow),
+    ("write-chunk-extra-segment", Fault::WriteChunkExtraSegment),
     ("reply-chunk-overflow", Fault::ReplyChunkOverflow),
     ("nomsg-no-reply-chunk", Fault::NomsgNoReplyChunk),
     ("disconnect-mid-reply", Fault::DisconnectMidReply),
     ("silence", Fault::Silence),
+    ("send-inv-unknown", Fault::SendInvUnknown),
+    ("send-inv-other-rpc", Fault::SendInvOtherRpc),
     ("frwr-write-after-reply", Fault::FrwrWriteAfterReply),
     ("frwr-read-after-reply", Fault::FrwrReadAfterReply),
 ];

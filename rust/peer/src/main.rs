@@ -66,6 +66,11 @@ fn our_private_data(mode: PrivateDataMode, inline: u32) -> Vec<u8> {
     match mode {
         PrivateDataMode::BadMagic => b[0] ^= 0xff,
         PrivateDataMode::Version2 => b[4] = 2,
+        // Octets of some other layer first, and an odd count of them, so
+        // that the message is not even word-aligned.
+        PrivateDataMode::Offset => {
+            b.splice(0..0, [0xa5, 0x5a, 0xa5]);
+        }
         _ => {}
     }
     b
@@ -98,10 +103,25 @@ fn connection_limits(o: &Options, ours: &[u8], client: Option<PrivateData>) -> (
 /// How often the peer reads its --fault-file between connection requests.
 const CASE_POLL: Duration = Duration::from_millis(100);
 
+/// How long `send-inv-other-rpc` holds a Reply for another Call to come:
+/// well inside the client's RPC timeout, which would reset the connection.
+const HOLD_LIMIT: Duration = Duration::from_millis(1500);
+
+/// A Reply held back by `send-inv-other-rpc`.
+struct Held {
+    xid: u32,
+    proc_name: String,
+    out: transport::Outgoing,
+    since: Instant,
+}
+
+/// A connection, what it allows, and a Reply it holds back.
+type Served = (Box<Conn>, Limits, Option<Held>);
+
 struct Peer {
     opts: Options,
     listener: Listener,
-    conns: Vec<(Box<Conn>, Limits)>,
+    conns: Vec<Served>,
     server: nfs::Server,
     trigger: Trigger,
     /// The --fault-file text last applied (or refused).
@@ -141,7 +161,7 @@ impl Peer {
             }
         };
         let old = self.conns.len();
-        for (c, _) in &mut self.conns {
+        for (c, _, _) in &mut self.conns {
             c.disconnect();
         }
         self.opts = case.opts;
@@ -198,7 +218,7 @@ impl Peer {
             match kind {
                 RDMA_CM_EVENT_CONNECT_REQUEST => self.connect_request(id, &pd, resp, init),
                 RDMA_CM_EVENT_ESTABLISHED => {
-                    if let Some((c, l)) = self.conns.iter().find(|(c, _)| c.id == id) {
+                    if let Some((c, l, _)) = self.conns.iter().find(|(c, _, _)| c.id == id) {
                         event!(
                             "connected peer={} send_limit={} credits={} send_inv={}",
                             c.peer,
@@ -216,8 +236,8 @@ impl Peer {
                     if id == self.listener.id {
                         return Err(format!("listener: {}", event_name(kind)));
                     }
-                    if let Some(at) = self.conns.iter().position(|(c, _)| c.id == id) {
-                        let (c, _) = self.conns.swap_remove(at);
+                    if let Some(at) = self.conns.iter().position(|(c, _, _)| c.id == id) {
+                        let (c, _, _) = self.conns.swap_remove(at);
                         event!(
                             "disconnected peer={} event={} status={}",
                             c.peer,
@@ -269,7 +289,7 @@ impl Peer {
                     limits.send_limit,
                     recv_size
                 );
-                self.conns.push((c, limits));
+                self.conns.push((c, limits, None));
             }
             Err(e) => event!("connect-refused peer={peer} reason={e:?}"),
         }
@@ -277,7 +297,7 @@ impl Peer {
 
     /// Handles every message received on connection `i`.
     fn serve(&mut self, i: usize) {
-        let (conn, limits) = &mut self.conns[i];
+        let (conn, limits, held) = &mut self.conns[i];
         conn.service();
         while !conn.dead {
             let Some(msg) = conn.next_message() else {
@@ -286,11 +306,22 @@ impl Peer {
             handle(
                 conn,
                 limits,
+                held,
                 &mut self.server,
                 &mut self.trigger,
                 &self.opts,
                 msg,
             );
+        }
+        if held
+            .as_ref()
+            .is_some_and(|h| h.since.elapsed() >= HOLD_LIMIT)
+            && !conn.dead
+        {
+            // No other Call came: the Reply goes as it was.
+            if let Some(h) = held.take() {
+                release(conn, h, None, &self.trigger);
+            }
         }
         for (what, status) in std::mem::take(&mut conn.errors) {
             event!(
@@ -323,7 +354,7 @@ impl Peer {
                 events: libc::POLLIN,
                 revents: 0,
             }];
-            fds.extend(self.conns.iter().map(|(c, _)| libc::pollfd {
+            fds.extend(self.conns.iter().map(|(c, _, _)| libc::pollfd {
                 fd: c.comp_fd(),
                 events: libc::POLLIN,
                 revents: 0,
@@ -390,9 +421,11 @@ fn event_name(kind: u32) -> String {
 }
 
 /// Answers one received message.
+#[allow(clippy::too_many_arguments)]
 fn handle(
     conn: &mut Conn,
     limits: &Limits,
+    held: &mut Option<Held>,
     server: &mut nfs::Server,
     trigger: &mut Trigger,
     opts: &Options,
@@ -451,6 +484,12 @@ fn handle(
         call.write_chunks.len(),
         u8::from(call.reply_chunk.is_some())
     );
+    // A Reply held back goes first, invalidating this Call's rkey.
+    if let Some(rkey) = call.inv_rkey() {
+        if let Some(h) = held.take() {
+            release(conn, h, Some((rkey, call.xid)), trigger);
+        }
+    }
     let Some(reply) = server.handle(&whole) else {
         event!("call-refused xid={:#010x} reason=not-an-rpc-call", call.xid);
         return;
@@ -459,6 +498,23 @@ fn handle(
         .fault
         .filter(|_| trigger.due(info.and_then(|i| i.nfs_proc)));
     let out = transport::respond(&call, &reply, limits, due);
+    if out.hold {
+        // Counted now, so that the Call it waits for is answered as usual.
+        trigger.fired();
+        event!(
+            "fault-held name={} xid={:#010x} proc={proc_name} count={}",
+            due.map_or("?", Fault::name),
+            call.xid,
+            trigger.count()
+        );
+        *held = Some(Held {
+            xid: call.xid,
+            proc_name,
+            out,
+            since: Instant::now(),
+        });
+        return;
+    }
     if let Some(f) = due {
         if out.fired {
             trigger.fired();
@@ -506,6 +562,37 @@ fn handle(
             ),
             Err(e) => event!("frwr-after-reply {what} error={e:?} xid={:#010x}", call.xid),
         }
+    }
+}
+
+/// Sends the Reply `h` held back: with Send With Invalidate of `other`'s
+/// rkey (that Call's XID alongside), or as it was when no other Call came.
+fn release(conn: &mut Conn, mut h: Held, other: Option<(u32, u32)>, trigger: &Trigger) {
+    let name = Fault::SendInvOtherRpc.name();
+    match other {
+        Some((rkey, other_xid)) => {
+            h.out.invalidate = Some(rkey);
+            event!(
+                "fault-fired name={name} xid={:#010x} proc={} count={} rkey={rkey:#010x} of_xid={other_xid:#010x}",
+                h.xid,
+                h.proc_name,
+                trigger.count()
+            );
+        }
+        None => event!(
+            "fault-not-applicable name={name} xid={:#010x} proc={} reason=no-other-call",
+            h.xid,
+            h.proc_name
+        ),
+    }
+    match conn.execute(&h.out) {
+        Ok(None) => {}
+        Ok(Some(status)) => event!(
+            "reply-failed xid={:#010x} status={}",
+            h.xid,
+            wc_status_name(status)
+        ),
+        Err(e) => event!("reply-failed xid={:#010x} reason={e:?}", h.xid),
     }
 }
 
@@ -573,7 +660,7 @@ fn main() {
     };
     let result = peer.run();
     let fired = peer.trigger.count();
-    for (c, _) in &mut peer.conns {
+    for (c, _, _) in &mut peer.conns {
         c.disconnect();
     }
     peer.conns.clear();
@@ -624,6 +711,11 @@ mod tests {
         assert_eq!(connection_limits(&o, &max, linux).0.send_limit, 4096);
         let off = our_private_data(PrivateDataMode::RinvOff, 4096);
         assert_eq!(off[5], 0);
+        // At an offset, found all the same: as if at the start.
+        let at3 = our_private_data(PrivateDataMode::Offset, 4096);
+        assert_eq!(at3.len(), 11);
+        assert_eq!(&at3[3..], &ok[..]);
+        assert_eq!(connection_limits(&o, &at3, linux), (l, recv));
 
         // A client without private data: 1 KiB, no Send With Invalidate.
         let (l, recv) = connection_limits(&o, &ok, None);

@@ -193,6 +193,9 @@ pub struct Outgoing {
     pub invalidate: Option<u32>,
     pub disconnect: bool,
     pub probe: Option<Probe>,
+    /// Hold the Reply until another Call offers an rkey, and invalidate
+    /// that one with it (`send-inv-other-rpc`).
+    pub hold: bool,
     /// The fault changed this reply.
     pub fired: bool,
 }
@@ -372,6 +375,25 @@ fn overclaim(segs: &mut [Segment], offered: &[Segment]) {
     }
 }
 
+/// An rkey the client was never given: the highest index, which no
+/// device of the tests hands out (Soft-RoCE's are below 2^19).
+pub const UNKNOWN_RKEY: u32 = 0xffff_ff5a;
+
+/// Adds a segment the client did not offer after `segs`: the offered
+/// chunk's last handle, just past its end, claiming 4 KiB (kept from
+/// wrapping its offset).
+fn extra_segment(segs: &mut Vec<Segment>, offered: &[Segment]) {
+    let Some(last) = offered.last() else {
+        return;
+    };
+    let offset = last.offset.saturating_add(u64::from(last.length));
+    segs.push(Segment {
+        handle: last.handle,
+        length: u32::try_from((u64::MAX - offset).min(4096)).unwrap_or(0),
+        offset,
+    });
+}
+
 fn patch_word(buf: &mut [u8], word: usize, v: u32) {
     if let Some(w) = buf.get_mut(word * 4..word * 4 + 4) {
         w.copy_from_slice(&v.to_be_bytes());
@@ -410,6 +432,9 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         Some(Fault::WriteChunkOverflow) if used == Used::WriteChunk => {
             overclaim(&mut plan.write_list[0], &call.write_chunks[0]);
         }
+        Some(Fault::WriteChunkExtraSegment) if used == Used::WriteChunk => {
+            extra_segment(&mut plan.write_list[0], &call.write_chunks[0]);
+        }
         Some(Fault::ReplyChunkOverflow) if used == Used::ReplyChunk => {
             if let (Some(r), Some(o)) = (plan.reply_chunk.as_mut(), &call.reply_chunk) {
                 overclaim(r, o);
@@ -421,6 +446,10 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
             plan.reply_chunk = None;
             plan.writes.clear();
         }
+        // Whether or not the client allows Send With Invalidate.
+        Some(Fault::SendInvUnknown) => out.invalidate = Some(UNKNOWN_RKEY),
+        // The other Call's rkey is set when it comes (main.rs).
+        Some(Fault::SendInvOtherRpc) if call.inv_rkey().is_some() => out.hold = true,
         Some(Fault::FrwrWriteAfterReply) if used == Used::WriteChunk => {
             out.probe = Some(Probe::Write(call.write_chunks[0].clone()));
         }
@@ -815,6 +844,29 @@ mod tests {
                 write_chunk_len: 8192 + 4096
             }
         );
+        // One segment more than the one offered, claiming 4 KiB more.
+        let out = run(Fault::WriteChunkExtraSegment);
+        assert!(out.fired);
+        let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().0;
+        let lists = hdr.chunk_lists().unwrap();
+        let segs: Vec<Segment> = lists.write_list.first().unwrap().iter().collect();
+        assert_eq!(segs, [seg(1, 5000, 0x10000), seg(1, 4096, 0x10000 + 8192)]);
+        assert_eq!(
+            client_view(&out.send).unwrap().2,
+            ReplyKind::Inline {
+                write_chunk_len: 5000 + 4096
+            }
+        );
+        // An rkey never offered, allowed or not; another Call's, later.
+        assert_eq!(run(Fault::SendInvUnknown).invalidate, Some(UNKNOWN_RKEY));
+        let no_inv = Limits {
+            send_inv: false,
+            ..LIM
+        };
+        let out = respond(&call, &reply, &no_inv, Some(Fault::SendInvUnknown));
+        assert!(out.fired && out.invalidate == Some(UNKNOWN_RKEY));
+        let out = run(Fault::SendInvOtherRpc);
+        assert!(out.fired && out.hold && out.sends == 1);
         // Not applicable without a Reply chunk: an honest reply.
         let out = run(Fault::ReplyChunkOverflow);
         assert!(!out.fired);
