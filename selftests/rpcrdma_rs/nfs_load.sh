@@ -14,7 +14,9 @@
 #   Send buffer. Every job must write all its data and read all of it back
 #   verified, no reply may be bad, and with rpcrdma_rs the five transports
 #   must be connected and have all 256 MRs back on their free lists once
-#   the I/O is over.
+#   the I/O is over. Then, the I/O done and both mounts still up, a
+#   kmemleak scan must find no unreferenced object (the guest scans again
+#   once everything is unmounted and unloaded).
 # - The NFSv4.1 backchannel: a file held open for reading gets a read
 #   delegation (the server's /proc/fs/nfsd/clients/*/states lists it); a
 #   write open of it on the server recalls it and must complete well
@@ -44,7 +46,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "nfs load"
-tap_plan 33
+tap_plan 34
 
 mod=rpcrdma
 [ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
@@ -289,6 +291,7 @@ D_LOAD42="NFSv4.2 nconnect=4 under load: 1 MiB sequential and 4 KiB random fio, 
 D_LOAD3="NFSv3 under load at the same time: the same fio jobs, written and verified"
 D_BACKLOG="NFSv3: more RPCs than its 128 slots, some waited in the backlog"
 D_BAD="no bad replies on either mount"
+D_LEAKS="kmemleak scan with both loaded mounts up, the I/O done: nothing unreferenced"
 if mountpoint -q "$mnt42" && mountpoint -q "$mnt3"; then
 	mkdir -p "$mnt42/load-v42" "$mnt3/load-v3"
 	load_job "$mnt42/load-v42" >"$scratch/v42.fio"
@@ -309,9 +312,11 @@ if mountpoint -q "$mnt42" && mountpoint -q "$mnt3"; then
 	rs_check "$D_RS_CONNECTED" rs_five_connected
 	rs_check "$D_RS_LOAD_MRS" rs_mrs_free 5
 	rm -rf "$mnt42/load-v42" "$mnt3/load-v3"
+	tap_check "$D_LEAKS" kmemleak_clean "$LOG_DIR/kmemleak.txt"
 else
 	not_run "not mounted" "$D_LOAD42" "$D_LOAD3" "$D_BACKLOG" "$D_BAD"
 	rs_not_run "not mounted" "$D_RS_CONNECTED" "$D_RS_LOAD_MRS"
+	not_run "not mounted" "$D_LEAKS"
 fi
 tap_check "both loaded mounts unmount" unmount_both 2>>"$log"
 server_run "echo 64 >/proc/sys/sunrpc/svc_rdma/max_requests" && credits_raised=0
