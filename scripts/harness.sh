@@ -181,9 +181,10 @@ known_skip() {
 # included), SLUB debugging reports ("BUG kmalloc-128 (Not tainted): ..."
 # has no colon after BUG), lockdep's INFO reports, RCU stalls, hung tasks,
 # soft and workqueue lockups, failed page allocations, KFENCE, UBSAN,
-# panics, Rust panics and kmemleak reports. (The test kernel has no
-# hung task, soft lockup or workqueue watchdog built in; the patterns
-# are there for a kernel that does.)
+# panics, Rust panics and kmemleak reports. (The test kernel has the
+# hung-task watchdog at 240 s, the soft-lockup detector and the workqueue
+# watchdog built in: selftests/rpcrdma_rs/config. It has no UBSAN; that
+# pattern is there for a kernel built otherwise.)
 kernel_problem_patterns=(
 	'BUG:' 'WARNING:' 'Oops' 'kernel BUG' 'general protection fault'
 	'possible circular locking' 'possible recursive locking' 'inconsistent lock state'

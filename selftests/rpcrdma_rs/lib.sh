@@ -238,6 +238,24 @@ kmemleak_report() {
 	cat "$f" || { echo "kmemleak report unreadable"; return 1; }
 }
 
+# kmemleak_clean FILE: a kmemleak scan (kmemleak_report, its output in
+# FILE) ran and found nothing unreferenced. Otherwise says, as TAP
+# diagnostics, why it could not scan, or how many objects it found and
+# the first of them with its backtrace. The scan is of the whole guest
+# since it cleared kmemleak's list at boot: an object an earlier test
+# leaked shows here too.
+kmemleak_clean() {
+	local f=$1
+	if ! kmemleak_report >"$f" 2>&1; then
+		tap_diag "$(head -2 "$f" | tr '\n' ' ')"
+		return 1
+	fi
+	[ -s "$f" ] || return 0
+	tap_diag "kmemleak: $(grep -c '^unreferenced object' "$f") unreferenced objects (${f#"$RUN_DIR"/})"
+	grep -m1 -A12 '^unreferenced object' "$f" | sed 's/^/# /'
+	return 1
+}
+
 # record_kernel_state ROLE: what the harness checks of this kernel once the
 # guest is done: its taint flags, and lockdep's debug_locks, which turns 0
 # when lockdep gives up (the kernel shows it only in /proc/lockdep_stats;

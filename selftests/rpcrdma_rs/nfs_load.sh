@@ -14,7 +14,9 @@
 #   Send buffer. Every job must write all its data and read all of it back
 #   verified, no reply may be bad, and with rpcrdma_rs the five transports
 #   must be connected and have all 256 MRs back on their free lists once
-#   the I/O is over.
+#   the I/O is over. Then, the I/O done and both mounts still up, a
+#   kmemleak scan must find no unreferenced object (the guest scans again
+#   once everything is unmounted and unloaded).
 # - The NFSv4.1 backchannel: a file held open for reading gets a read
 #   delegation (the server's /proc/fs/nfsd/clients/*/states lists it); a
 #   write open of it on the server recalls it and must complete well
@@ -33,9 +35,9 @@
 #   markers in the kernel log ("rpcrdma-rs-selftest: fault injection
 #   begins" and "... ends") bound each injection for the harness.
 # - Module lifetime: removing the transport module while a mount uses it
-#   is refused and changes nothing; then rounds of mount, 64 KiB written
-#   and read back, unmount, unload and load (50 for rpcrdma_rs, 10 for the
-#   C reference, to spare CI's time).
+#   is refused as in use (EBUSY) and changes nothing; then rounds of
+#   mount, 64 KiB written and read back, unmount, unload and load (50 for
+#   rpcrdma_rs, 10 for the C reference, to spare CI's time).
 #
 # NFS_LOAD_ROUNDS, NFS_LOAD_ROUNDS_SECONDS (the rounds' time limit) and
 # NFS_LOAD_INJECT_SECONDS (each injection's length) change the defaults.
@@ -44,7 +46,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "nfs load"
-tap_plan 33
+tap_plan 34
 
 mod=rpcrdma
 [ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
@@ -289,6 +291,7 @@ D_LOAD42="NFSv4.2 nconnect=4 under load: 1 MiB sequential and 4 KiB random fio, 
 D_LOAD3="NFSv3 under load at the same time: the same fio jobs, written and verified"
 D_BACKLOG="NFSv3: more RPCs than its 128 slots, some waited in the backlog"
 D_BAD="no bad replies on either mount"
+D_LEAKS="kmemleak scan with both loaded mounts up, the I/O done: nothing unreferenced"
 if mountpoint -q "$mnt42" && mountpoint -q "$mnt3"; then
 	mkdir -p "$mnt42/load-v42" "$mnt3/load-v3"
 	load_job "$mnt42/load-v42" >"$scratch/v42.fio"
@@ -309,9 +312,11 @@ if mountpoint -q "$mnt42" && mountpoint -q "$mnt3"; then
 	rs_check "$D_RS_CONNECTED" rs_five_connected
 	rs_check "$D_RS_LOAD_MRS" rs_mrs_free 5
 	rm -rf "$mnt42/load-v42" "$mnt3/load-v3"
+	tap_check "$D_LEAKS" kmemleak_clean "$LOG_DIR/kmemleak.txt"
 else
 	not_run "not mounted" "$D_LOAD42" "$D_LOAD3" "$D_BACKLOG" "$D_BAD"
 	rs_not_run "not mounted" "$D_RS_CONNECTED" "$D_RS_LOAD_MRS"
+	not_run "not mounted" "$D_LEAKS"
 fi
 tap_check "both loaded mounts unmount" unmount_both 2>>"$log"
 server_run "echo 64 >/proc/sys/sunrpc/svc_rdma/max_requests" && credits_raised=0
@@ -668,13 +673,24 @@ check64() {
 }
 
 # The mount holds the module (each transport holds its class's module):
-# rmmod fails with EBUSY, and nothing changes.
+# rmmod must refuse it as in use, and nothing changes. kmod's rmmod reads
+# the module's reference count first and, when it is not 0, says "Module
+# NAME is in use" and fails with EBUSY without asking the kernel; any
+# other failure (not loaded, not permitted, a bad name) proves nothing.
 module_busy() {
-	if rmmod "$mod" >>"$log" 2>&1; then
+	local out state
+	if out=$(rmmod "$mod" 2>&1); then
+		printf '%s\n' "$out" >>"$log"
 		tap_diag "rmmod $mod succeeded under a mount"
 		return 1
 	fi
-	[ -e "/sys/module/$mod" ] || { tap_diag "/sys/module/$mod is gone"; return 1; }
+	printf '%s\n' "$out" >>"$log"
+	if [[ $out != *"Module $mod is in use"* ]]; then
+		tap_diag "rmmod $mod failed, but not as in use (EBUSY): ${out//$'\n'/ }"
+		return 1
+	fi
+	state=$(cat "/sys/module/$mod/initstate" 2>/dev/null)
+	[ "$state" = live ] || { tap_diag "$mod not live after the refused rmmod: initstate '${state:-none}'"; return 1; }
 	rdma_xprt_registered || { tap_diag "no rdma transport class after the refused rmmod"; return 1; }
 }
 
@@ -699,7 +715,7 @@ module_rounds() {
 	tap_diag "$ROUNDS rounds in $((SECONDS - start)) s"
 }
 
-D_BUSY="rmmod $mod while mounted is refused, the module stays loaded"
+D_BUSY="rmmod $mod while mounted is refused as in use (EBUSY), the module stays loaded"
 D_STILL="the mount works after the refused rmmod: 64 KiB read back intact"
 if tap_check "NFSv3 mount over rdma for the unload tests" nfs_mount 3 "$mntm" 2>>"$log"; then
 	tap_check "$D_BUSY" module_busy

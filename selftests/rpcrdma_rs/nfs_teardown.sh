@@ -11,14 +11,23 @@
 #   are injected, so RPCs end (signal, soft timeout) during autoclose: the
 #   memory debuggers stay quiet (the harness scans the log), the mount
 #   works afterwards, and every MR is back on the free list.
-# - The server grants the full 128 credits on an NFSv4.1 mount (with its
-#   backchannel) and a deep queue of I/O uses them: one connection
-#   throughout, so no Receive was ever missing (RNR) for what it sent.
+# - The server grants the full 128 credits on an NFSv4.1 mount and a deep
+#   queue of reads uses them for 30 s while callbacks arrive on the same
+#   connection: round after round, a file held open for reading gets a
+#   read delegation (the server's /proc/fs/nfsd/clients/*/states lists
+#   it) and a write open of it on the server recalls it with CB_RECALL
+#   over the backchannel, as in nfs_load.sh. At least 3 recalls must
+#   complete during the reads, each write open within 8 s (the lease is
+#   10 s) and the delegation gone from the states while the file is still
+#   open. One connection throughout, so no Receive was ever missing (RNR)
+#   for a Reply or a Call the server sent; rpcrdma_rs took the grant of
+#   128; no bad reply; each delegated file reads right before and after
+#   its recall, and the deep-read file as it was written.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "teardown safety"
-tap_plan 16
+tap_plan 19
 
 fail=/sys/kernel/debug/fail_sunrpc
 mnt=/mnt/nfs-teardown
@@ -48,7 +57,7 @@ fio_verified() { # NAME SIZE EXTRA...: write with checksums, verify read back
 
 # Hard mount: nothing may fail.
 if ! tap_check "NFSv3 hard mount over rdma" nfs_mount 3 "$mnt"; then
-	for i in $(seq 2 16); do tap_not_ok "case $i (not mounted)"; done
+	for i in $(seq 2 19); do tap_not_ok "case $i (not mounted)"; done
 	tap_exit
 fi
 mkdir -p "$mnt/d" "$mnt/list"
@@ -76,9 +85,18 @@ tap_check "no reply was turned into an I/O error" bash -c "! grep -q 'Input/outp
 tap_check "no bad replies" test "$(mountstats_field "$mnt" 20)" = 0
 umount "$mnt"
 
-# Soft mount, short timeouts: RPCs end during autoclose.
-tap_check "NFSv3 soft mount over rdma" mount -t nfs -o vers=3,proto=rdma,port=20049,nolock,soft,timeo=20,retrans=1 \
-	"$SERVER_IP4:/srv/export" "$mnt"
+# Soft mount, short timeouts: RPCs end during autoclose. Its own options,
+# so not through nfs_mount, but bounded and checked as nfs_mount does: a
+# mount the transport under test does not carry is unmounted and fails.
+soft_mount() {
+	timeout -s KILL 120 mount -t nfs -o vers=3,proto=rdma,port=20049,nolock,soft,timeo=20,retrans=1 \
+		"$SERVER_IP4:/srv/export" "$mnt" || return 1
+	if ! rdma_mount_carrier_ok "$SERVER_IP4"; then
+		timeout -s KILL 60 umount "$mnt" 2>/dev/null || umount -f -l "$mnt" 2>/dev/null
+		return 1
+	fi
+}
+tap_check "NFSv3 soft mount over rdma" soft_mount
 killed_fio() {
 	local i pid
 	for i in 1 2 3; do
@@ -132,33 +150,129 @@ else
 fi
 umount "$mnt"
 
-# The full credit grant, with the NFSv4.1 backchannel.
+# The full credit grant, with NFSv4.1 callbacks on the same connection.
 full_credits_server() {
 	server_run "rpc.nfsd 0 && echo 128 >/proc/sys/sunrpc/svc_rdma/max_requests &&
 		rpc.nfsd 8 && echo 'rdma 20049' >/proc/fs/nfsd/portlist"
 }
 tap_check "the server grants 128 credits" full_credits_server
+
+# Delegations as nfs_load.sh gets and recalls them: of files the server
+# made (not the client, see deleg_granted there), a new file each round
+# (nfsd declines for a while to delegate a file it recalled), held open
+# by the client on fd 3 and recalled by a write open on the server.
+deleg_dir=/srv/export/q/deleg
+seq_sum=$(expected "$(seq 1 2000 | sha256sum | cut -d' ' -f1)")
+changed_sum=$(expected "$({ seq 1 2000; echo server-write; } | sha256sum | cut -d' ' -f1)")
+recall_script=$RUN_DIR/nfs_teardown-recall.sh
+cat >"$recall_script" <<'EOF'
+# Run in the server guest by nfs_teardown.sh: recall FILE. The server's
+# states must list a read delegation of FILE (else it prints the states
+# and exits 2); a write open of FILE recalls it and prints how long it
+# took in ms; the delegation must then leave the states within 5 s (else
+# exit 3).
+f=$1
+listed() {
+	grep -qE "type: deleg, access: r, .*filename: \"[^\"]*/${f##*/}\"" \
+		/proc/fs/nfsd/clients/*/states 2>/dev/null
+}
+listed || { head -c 600 /proc/fs/nfsd/clients/*/states; exit 2; }
+s=$(date +%s%N)
+echo server-write >>"$f" || exit 1
+e=$(date +%s%N)
+echo $(((e - s) / 1000000))
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	listed || exit 0
+	sleep 0.5
+done
+exit 3
+EOF
+rounds=0 recalls=0 no_deleg=0 recall_bad=0 data_bad=0 slowest=0 no_deleg_states=""
+
+# recall_round NAME: the client opens NAME for reading on fd 3 and checks
+# what it reads; the server recalls the delegation (recall_script) with
+# fd 3 still open, so only the recall can have returned it; an O_DIRECT
+# read must then get the server's change. Counts the outcome: a recall
+# is counted when it was within 8 s and the deep reads still ran after it.
+recall_round() {
+	local name=$1 got said status
+	rounds=$((rounds + 1))
+	if ! { exec 3<"$mnt/q/deleg/$name"; } 2>/dev/null; then
+		tap_diag "cannot open $name"
+		recall_bad=$((recall_bad + 1))
+		return
+	fi
+	got=$(sha256sum <&3)
+	[ "${got%% *}" = "$seq_sum" ] || { tap_diag "$name read back wrong"; data_bad=$((data_bad + 1)); }
+	server_output said "bash '$recall_script' $deleg_dir/$name"
+	status=$?
+	exec 3<&-
+	case $status in
+	0) ;;
+	2) no_deleg=$((no_deleg + 1)) no_deleg_states=$said; return ;;
+	*) tap_diag "$name: recall failed (status $status): $said"; recall_bad=$((recall_bad + 1)); return ;;
+	esac
+	if ! [ "$said" -lt 8000 ] 2>/dev/null; then
+		tap_diag "$name: the server's write open took $said ms"
+		recall_bad=$((recall_bad + 1))
+		return
+	fi
+	((said > slowest)) && slowest=$said
+	got=$(dd if="$mnt/q/deleg/$name" bs=64k iflag=direct status=none | sha256sum)
+	[ "${got%% *}" = "$changed_sum" ] ||
+		{ tap_diag "$name after the recall: not the server's change"; data_bad=$((data_bad + 1)); }
+	kill -0 "$deep_pid" 2>/dev/null && recalls=$((recalls + 1))
+}
+
+D_RECALLS="meanwhile at least 3 read delegations recalled over the backchannel, each within 8 s and returned"
+D_BAD="no bad replies at 128 credits with callbacks"
+D_DATA="the data reads back right: each delegated file before and after its recall, the deep-read file"
 if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt"; then
 	mkdir -p "$mnt/q"
-	head -c 8M /dev/urandom >"$mnt/q/file"
+	head -c 8M /dev/urandom >"$scratch/deep"
+	deep_sum=$(sha256sum <"$scratch/deep")
+	deep_sum=$(expected "${deep_sum%% *}")
+	cp "$scratch/deep" "$mnt/q/file"
+	server_run "mkdir -p $deleg_dir && s=\$(seq 1 2000) &&
+		for t in {1..40}; do printf '%s\n' \"\$s\" >$deleg_dir/f\$t; done" ||
+		tap_diag "could not make the files to delegate"
 	before=$(connects)
 	deep_io() {
 		fio --name=deep --filename="$mnt/q/file" --rw=randread --bs=4k --size=8M \
-			--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=15 \
+			--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=30 \
 			--output="$RUN_DIR/fio-teardown-deep.txt" >/dev/null
 	}
-	tap_check "128 requests deep, 4 KiB random reads" deep_io
+	deep_io &
+	deep_pid=$!
+	# Rounds in this shell (server_run numbers its commands here), from
+	# once the queue has filled until the reads end.
+	sleep 2
+	for ((t = 1; t <= 40; t++)); do
+		kill -0 "$deep_pid" 2>/dev/null || break
+		recall_round "f$t"
+	done
+	tap_check "128 requests deep, 4 KiB random reads" wait "$deep_pid"
+	tap_diag "recall rounds $rounds: $recalls recalled during the reads (slowest write open $slowest ms), $no_deleg without a delegation, $recall_bad failed"
+	[ "$no_deleg" = 0 ] || tap_diag "the states when none was listed: $(printf '%s' "$no_deleg_states" | tr '\n' ' ')"
+	tap_check "$D_RECALLS" test "$recalls" -ge 3 -a "$recall_bad" = 0
 	tap_check "one connection throughout" test "$(connects)" = "$before"
 	if [ "$TRANSPORT" = rs ]; then
 		tap_check "the transport took the grant of 128" test "$(rs_xprt_field credits_granted)" = 128
 	else
 		tap_skip "the transport took the grant of 128" "rpcrdma_rs's report"
 	fi
+	tap_check "$D_BAD" test "$(mountstats_field "$mnt" 20)" = 0
+	got=$(dd if="$mnt/q/file" bs=1M iflag=direct status=none | sha256sum)
+	[ "${got%% *}" = "$deep_sum" ] || { tap_diag "the deep-read file: not what was written"; data_bad=$((data_bad + 1)); }
+	tap_check "$D_DATA" test "$data_bad" = 0
 	umount "$mnt"
 else
 	tap_not_ok "128 requests deep (not mounted)"
+	tap_not_ok "$D_RECALLS (not mounted)"
 	tap_not_ok "one connection throughout (not mounted)"
 	tap_not_ok "the transport took the grant of 128 (not mounted)"
+	tap_not_ok "$D_BAD (not mounted)"
+	tap_not_ok "$D_DATA (not mounted)"
 fi
 server_run "echo 64 >/proc/sys/sunrpc/svc_rdma/max_requests"
 tap_exit
