@@ -23,7 +23,10 @@
 #      client's page cache is unchanged after the peer wrote to the rkeys
 #      of a finished READ);
 #   4. the client's own account of the fault: for rpcrdma_rs the line it
-#      logs, its debugfs state, or the counters in mountstats.
+#      logs, its debugfs state, or the counters in mountstats;
+#   5. the same mount works afterwards: an O_DIRECT READ of data64k goes
+#      to the peer again (well-behaved by then, or still granting absurd
+#      credits) and comes back right.
 # With TRANSPORT=c the same cases run as the reference: where the C client
 # differs in 3 or 4, the case is skipped with the reason "C differs: ..."
 # (known_skips accepts it, and the harness lists it); wrong data fails.
@@ -119,7 +122,7 @@ for c in "${CASES[@]}"; do
 done
 
 require_rdma_xprt "hostile peer"
-tap_plan $((4 * ${#selected[@]} + 1))
+tap_plan $((5 * ${#selected[@]} + 1))
 run_start=${EPOCHREALTIME/[.,]/}
 
 mkdir -p "$LOG_DIR" "$MNT" "$SCRATCH"
@@ -474,6 +477,20 @@ do_io() {
 	esac
 }
 
+# again_io: an O_DIRECT READ of all of data64k, past the page cache, on
+# the case's mount; sets io to its verdict.
+again_io() {
+	rm -f "$SCRATCH/again"
+	timeout "$IO_LIMIT" dd if="$MNT/data64k" of="$SCRATCH/again" iflag=direct bs=64k count=1 \
+		status=none 2>>"$CLIENT_LOG"
+	local rc=$?
+	if [ "$rc" = 0 ]; then
+		sum_of "$SCRATCH/again"
+		rc=$?
+	fi
+	verdict "$rc" "$sum" "$expected"
+}
+
 # ---- The client's account of each fault: true when as expected; $why
 # says what was seen. Those named rs_* read what only rpcrdma_rs shows
 # (its log lines, its debugfs) and do not run under the C transport. ----
@@ -717,6 +734,7 @@ run_case() {
 		tap_not_ok "$name: the fault fired and the I/O ended in time (not mounted)"
 		tap_not_ok "$name: the I/O ended as expected (not mounted)"
 		tap_not_ok "$name: the client's account (not mounted)"
+		tap_not_ok "$name: the same mount works afterwards (not mounted)"
 		peer_umount || tap_diag "$name: unmount needed -f -l"
 		peer_case_end "$name"
 		if ! peer_alive; then
@@ -815,6 +833,15 @@ run_case() {
 		tap_skip "$name: the client's account" "C differs: $why"
 	else
 		tap_not_ok "$name: the client's account ($why)"
+	fi
+
+	# The fault is over (a case's fault fires once, but for the credits
+	# cases, which still work): the mount must serve again.
+	again_io
+	if [ "$io" = ok ]; then
+		tap_ok "$name: the same mount works afterwards"
+	else
+		tap_not_ok "$name: the same mount works afterwards (an O_DIRECT READ ended $io)"
 	fi
 
 	peer_umount || tap_diag "$name: unmount needed -f -l"
