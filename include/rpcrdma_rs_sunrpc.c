@@ -563,17 +563,33 @@ void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt)
 }
 
 /*
- * Copies the server's address into @out; returns its length.  sunrpc
- * rewrites it through sysfs (dstaddr) holding the transport's write lock,
- * which the connect worker, the only caller, holds; and through set_port
- * when rpcbind answers for an unbound transport, before it is connected.
- * The kernel's socket transports read it in their connect workers alike.
+ * Copies the server's address into @out; returns its length, or 0 when
+ * it is too short for its family.  sunrpc rewrites it through sysfs
+ * (dstaddr) holding the transport's write lock, which the connect worker,
+ * the only caller, holds; and through set_port when rpcbind answers for
+ * an unbound transport, which is not serialized with a connect worker, as
+ * for the kernel's socket transports.  A dstaddr that sysfs could not
+ * parse leaves addrlen 0 (6.12 gives rpc_pton the size of a struct
+ * sockaddr, too small for IPv6): the connect then fails, rather than go
+ * to the old server under the new name.
  */
 size_t rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
 			    struct __kernel_sockaddr_storage *out)
 {
+	size_t need;
+
 	memcpy(out, &xprt->addr, sizeof(*out));
-	return xprt->addrlen;
+	switch (out->ss_family) {
+	case AF_INET:
+		need = sizeof(struct sockaddr_in);
+		break;
+	case AF_INET6:
+		need = sizeof(struct sockaddr_in6);
+		break;
+	default:
+		return 0;
+	}
+	return xprt->addrlen >= need ? xprt->addrlen : 0;
 }
 
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt)

@@ -77,7 +77,7 @@ enum Phase {
     /// The reply was handed out for delivery, and every region is back on
     /// the free list: the record only marks the RPC answered, so that
     /// another reply for it is a duplicate, until `buf_free`
-    /// ([`MrPool::still_holds`]) or the drain removes it.
+    /// ([`MrPool::forget_answered`]) or the drain removes it.
     Answered,
 }
 
@@ -215,25 +215,32 @@ impl<H: MrHandler, P> MrPool<H, P> {
             .position(|r| r.as_ref().is_some_and(|r| r.xid == xid))
     }
 
-    /// `buf_free`: true while RPC `xid` holds regions. The record that
-    /// only marks it answered is removed: sunrpc calls `buf_free` once the
-    /// RPC is off its receive queue and no reply handler holds it pinned
+    /// True while RPC `xid` holds regions: it has a record that is more
+    /// than the mark that it was answered.
+    pub(crate) fn holds(&self, xid: u32) -> bool {
+        self.find(xid)
+            .and_then(|slot| self.records.get(slot))
+            .and_then(Option::as_ref)
+            .is_some_and(|r| !matches!(r.phase, Phase::Answered))
+    }
+
+    /// Removes the mark that RPC `xid` was answered, if that is all its
+    /// record is. For `buf_free`: sunrpc calls it once the RPC is off its
+    /// receive queue and no reply handler holds it pinned
     /// (`xprt_request_dequeue_xprt` waits for that), so no reply for it can
     /// reach [`MrPool::answer`] any more.
-    pub(crate) fn still_holds(&mut self, xid: u32) -> bool {
-        let Some(slot) = self.find(xid) else {
-            return false;
-        };
-        let answered = self
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .is_some_and(|r| matches!(r.phase, Phase::Answered));
-        if answered {
-            // Holds no region: nothing to unmap.
-            self.take_record(slot);
+    pub(crate) fn forget_answered(&mut self, xid: u32) {
+        if let Some(slot) = self.find(xid) {
+            let answered = self
+                .records
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| matches!(r.phase, Phase::Answered));
+            if answered {
+                // Holds no region: nothing to unmap.
+                self.take_record(slot);
+            }
         }
-        !answered
     }
 
     /// Takes the record in `slot` out, to work on it beside the regions.
@@ -274,6 +281,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
         if reads.is_empty() && writes.is_empty() {
             return Err(EINVAL);
         }
+        // An RPC sent again on this connection after it was answered
+        // (sunrpc closes the connection first today): the mark must not
+        // fail it. The resend passed `call_encode`, which took it off the
+        // receive queue and waited for its pins, as `buf_free`.
+        self.forget_answered(xid);
         if self.find(xid).is_some() {
             return Err(EBUSY);
         }
@@ -536,7 +548,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// `buf_free`: the memory of RPC `xid` is about to be freed. Starts
     /// invalidating what it holds; returns true while it holds anything
-    /// (the caller waits for [`MrPool::still_holds`] to turn false), how
+    /// (the caller waits for [`MrPool::holds`] to turn false), how
     /// many LOCAL_INVs were posted, and false if a post failed and the
     /// connection must be reset. Removes the mark of an answered RPC.
     pub(crate) fn release(&mut self, xid: u32, gate: &Gate) -> (bool, u32, bool) {
@@ -553,7 +565,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
             // A record not answered has no `then` to hand out.
             (_, posted, ok) = self.settle(slot, gate);
         }
-        (self.still_holds(xid), posted, ok)
+        self.forget_answered(xid);
+        (self.holds(xid), posted, ok)
     }
 
     /// Invalidates the regions left in the record in `slot` as `gate`

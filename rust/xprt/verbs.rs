@@ -183,9 +183,10 @@ impl EpShared {
         }
         if held {
             let mut pool = self.pool.lock();
-            while pool.still_holds(xid) {
+            while pool.holds(xid) {
                 self.released.wait(&mut pool);
             }
+            pool.forget_answered(xid);
         }
         // Regions came back: a sender may be waiting for them.
         self.xprt.write_space();
