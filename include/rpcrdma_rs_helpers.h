@@ -170,10 +170,10 @@ void rpcrdma_rs_xprt_write_space(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_wait_for_buffer_space(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_window(struct rpc_xprt *xprt, u32 *cong, u32 *cwnd);
-const struct sockaddr_storage *rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
-						    size_t *len);
+size_t rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
+			    struct __kernel_sockaddr_storage *out);
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt);
-const char *rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt);
+void rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt, char *buf, size_t len);
 u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst);
 u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst);
 int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,

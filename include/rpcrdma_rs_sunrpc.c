@@ -11,8 +11,10 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/ratelimit.h>
+#include <linux/rcupdate.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/workqueue.h>
 #include <linux/sunrpc/addr.h>
 #include <linux/sunrpc/clnt.h>
@@ -560,11 +562,34 @@ void rpcrdma_rs_xprt_reply_arrived(struct rpc_xprt *xprt)
 	xprt->reestablish_timeout = 0;
 }
 
-const struct sockaddr_storage *rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
-						    size_t *len)
+/*
+ * Copies the server's address into @out; returns its length, or 0 when
+ * it is too short for its family.  sunrpc rewrites it through sysfs
+ * (dstaddr) holding the transport's write lock, which the connect worker,
+ * the only caller, holds; and through set_port when rpcbind answers for
+ * an unbound transport, which is not serialized with a connect worker, as
+ * for the kernel's socket transports.  A dstaddr that sysfs could not
+ * parse leaves addrlen 0 (6.12 gives rpc_pton the size of a struct
+ * sockaddr, too small for IPv6): the connect then fails, rather than go
+ * to the old server under the new name.
+ */
+size_t rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
+			    struct __kernel_sockaddr_storage *out)
 {
-	*len = xprt->addrlen;
-	return &xprt->addr;
+	size_t need;
+
+	memcpy(out, &xprt->addr, sizeof(*out));
+	switch (out->ss_family) {
+	case AF_INET:
+		need = sizeof(struct sockaddr_in);
+		break;
+	case AF_INET6:
+		need = sizeof(struct sockaddr_in6);
+		break;
+	default:
+		return 0;
+	}
+	return xprt->addrlen >= need ? xprt->addrlen : 0;
 }
 
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt)
@@ -572,11 +597,20 @@ struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt)
 	return xprt->xprt_net;
 }
 
-const char *rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt)
+/*
+ * Copies the server's address as text into @buf (@len bytes, NUL
+ * included; truncated if longer).  sysfs (dstaddr) replaces the string
+ * and frees the old one after an RCU grace period: it is read under the
+ * RCU read lock.
+ */
+void rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt, char *buf, size_t len)
 {
-	const char *addr = xprt->address_strings[RPC_DISPLAY_ADDR];
+	const char *addr;
 
-	return addr ? addr : "?";
+	rcu_read_lock();
+	addr = rcu_dereference_raw(xprt->address_strings[RPC_DISPLAY_ADDR]);
+	strscpy(buf, addr ? addr : "?", len);
+	rcu_read_unlock();
 }
 
 /* One warning per 5 seconds at most per burst of 10, module-wide. */

@@ -33,12 +33,13 @@ impl SockAddr {
         Ok(Self(ss))
     }
 
-    /// Copies an address the RPC layer holds (`len` bytes of `raw`).
+    /// Copies an address the RPC layer holds (`len` bytes of `raw`; 0 when
+    /// the RPC layer has none usable).
     pub(crate) fn from_storage(
         raw: &bindings::__kernel_sockaddr_storage,
         len: usize,
     ) -> Result<Self> {
-        if len > core::mem::size_of::<bindings::__kernel_sockaddr_storage>() {
+        if len == 0 || len > core::mem::size_of::<bindings::__kernel_sockaddr_storage>() {
             return Err(EINVAL);
         }
         Ok(Self(*raw))

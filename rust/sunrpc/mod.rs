@@ -13,7 +13,7 @@ use crate::{
     bindings,
     rdma::{NetNs, Piece, SockAddr},
 };
-use core::{mem::ManuallyDrop, ptr::NonNull};
+use core::{fmt, marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
 
 pub(crate) use transport::{class_ops, Adapter, ClassOps, ClassRegistration, XprtOps, XprtStats};
@@ -106,12 +106,15 @@ impl Xprt {
         (cong, cwnd)
     }
 
-    /// The server's address.
+    /// The server's address. For the connect worker: sunrpc may rewrite
+    /// the address at other times.
     pub(crate) fn addr(&self) -> Result<SockAddr> {
-        let mut len = 0usize;
-        // SAFETY: `raw` is live (type invariant); the address lives in it.
-        let raw = unsafe { &*bindings::rpcrdma_rs_xprt_addr(self.as_ptr(), &mut len) };
-        SockAddr::from_storage(raw, len)
+        let mut storage = bindings::__kernel_sockaddr_storage::default();
+        // SAFETY: `raw` is live (type invariant); `storage` is writable, and
+        // the helper copies the address into it (C reads the xprt: no Rust
+        // reference to it is made).
+        let len = unsafe { bindings::rpcrdma_rs_xprt_addr(self.as_ptr(), &mut storage) };
+        SockAddr::from_storage(&storage, len)
     }
 
     /// The network namespace the transport lives in; the xprt holds a
@@ -122,11 +125,17 @@ impl Xprt {
         unsafe { NetNs::from_raw(bindings::rpcrdma_rs_xprt_net(self.as_ptr())) }
     }
 
-    /// The server's address as text.
-    pub(crate) fn peer(&self) -> &CStr {
-        // SAFETY: `raw` is live; the string lives until destroy, and is
-        // replaced only for the port, never for the address.
-        unsafe { CStr::from_char_ptr(bindings::rpcrdma_rs_xprt_peer(self.as_ptr())) }
+    /// The server's address as text, copied: sysfs may replace the xprt's
+    /// string at any time.
+    pub(crate) fn peer(&self) -> PeerName {
+        let mut name = PeerName([0; PeerName::LEN]);
+        // SAFETY: `raw` is live (type invariant); `name` is writable for
+        // its length, and the helper copies into it under the RCU read
+        // lock, NUL-terminated.
+        unsafe {
+            bindings::rpcrdma_rs_xprt_peer(self.as_ptr(), name.0.as_mut_ptr().cast(), name.0.len())
+        };
+        name
     }
 
     /// Hands a backchannel Call (`data`, from its RPC header on) to the
@@ -151,10 +160,39 @@ impl Xprt {
     }
 }
 
+/// The server's address as text ([`Xprt::peer`]), for messages.
+pub(crate) struct PeerName([u8; PeerName::LEN]);
+
+impl PeerName {
+    /// Room for the longest address sunrpc formats (`RPC_MAX_ADDRBUFLEN`)
+    /// and its NUL; a longer one is cut.
+    const LEN: usize = 64;
+}
+
+impl fmt::Display for PeerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let end = self.0.iter().position(|&b| b == 0);
+        match end
+            .and_then(|end| self.0.get(..=end))
+            .and_then(|s| CStr::from_bytes_with_nul(s).ok())
+        {
+            Some(s) => fmt::Display::fmt(s, f),
+            None => f.write_str("?"),
+        }
+    }
+}
+
 /// A request being transmitted (`send_request`): sunrpc holds the
 /// transport's send lock and the request for the duration of the call.
+///
+/// # Invariants
+///
+/// `raw` points to a request that stays allocated for `'a`. C changes it
+/// meanwhile (the layout helper allocates receive pages into it), so it is
+/// only handed to C, as a raw pointer: no Rust reference to it is made.
 pub(crate) struct Rqst<'a> {
-    raw: &'a bindings::rpc_rqst,
+    raw: NonNull<bindings::rpc_rqst>,
+    _rqst: PhantomData<&'a bindings::rpc_rqst>,
 }
 
 impl<'a> Rqst<'a> {
@@ -162,22 +200,32 @@ impl<'a> Rqst<'a> {
     ///
     /// # Safety
     ///
-    /// `raw` must be a live request for the lifetime `'a`.
-    unsafe fn from_raw(raw: *const bindings::rpc_rqst) -> Option<Self> {
-        // SAFETY: By the function's contract.
-        unsafe { raw.as_ref() }.map(|raw| Self { raw })
+    /// `raw` must be NULL or a live request for the lifetime `'a`, which
+    /// sunrpc holds, with the transport's send lock, for that long.
+    unsafe fn from_raw(raw: *mut bindings::rpc_rqst) -> Option<Self> {
+        // INVARIANT: by the function's contract.
+        NonNull::new(raw).map(|raw| Self {
+            raw,
+            _rqst: PhantomData,
+        })
+    }
+
+    fn as_ptr(&self) -> *mut bindings::rpc_rqst {
+        self.raw.as_ptr()
     }
 
     /// The XID, as the number its big-endian wire bytes encode.
     pub(crate) fn xid(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_rs_rqst_xid(self.raw) }
+        // SAFETY: The request is live (type invariant); its XID is set
+        // before sunrpc transmits it, and not changed while it does.
+        unsafe { bindings::rpcrdma_rs_rqst_xid(self.as_ptr()) }
     }
 
     /// Length of the marshalled Call.
     pub(crate) fn call_len(&self) -> u32 {
-        // SAFETY: The request is live.
-        unsafe { bindings::rpcrdma_rs_rqst_call_len(self.raw) }
+        // SAFETY: The request is live (type invariant); its Call is encoded
+        // before it is transmitted, and not changed while it is.
+        unsafe { bindings::rpcrdma_rs_rqst_call_len(self.as_ptr()) }
     }
 
     /// Copies Call bytes from `offset` on into all of `out`.
@@ -189,28 +237,26 @@ impl<'a> Rqst<'a> {
         {
             return Err(EINVAL);
         }
-        // SAFETY: The request is live; `out` is writable for `len` bytes.
+        // SAFETY: The request is live (type invariant), and its Call not
+        // changed while it is transmitted; `out` is writable for `len`
+        // bytes.
         to_result(unsafe {
-            bindings::rpcrdma_rs_rqst_read_call(self.raw, offset, out.as_mut_ptr().cast(), len)
+            bindings::rpcrdma_rs_rqst_read_call(self.as_ptr(), offset, out.as_mut_ptr().cast(), len)
         })
     }
 
     /// The Call's send buffer (`reply` false) or the Reply's receive buffer.
     pub(crate) fn layout(&self, reply: bool) -> Result<XdrLayout<'a>> {
         let mut raw = bindings::rpcrdma_rs_xdr_layout::default();
-        // SAFETY: The request is live, and sunrpc holds it for the call;
-        // the layout helper only allocates missing receive pages.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_rqst_layout(
-                core::ptr::from_ref(self.raw).cast_mut(),
-                reply,
-                &mut raw,
-            )
-        })?;
+        // SAFETY: The request is live (type invariant), and sunrpc holds it
+        // for the call; the helper allocates missing receive pages into it
+        // through the raw pointer (no Rust reference to it exists), and
+        // writes the layout into `raw`.
+        to_result(unsafe { bindings::rpcrdma_rs_rqst_layout(self.as_ptr(), reply, &mut raw) })?;
         // INVARIANT: the layout of this request's buffer, held for `'a`.
         Ok(XdrLayout {
             raw,
-            _rqst: core::marker::PhantomData,
+            _rqst: PhantomData,
         })
     }
 }
@@ -227,7 +273,7 @@ impl<'a> Rqst<'a> {
 /// glue wraps that to run `buf_free` first.)
 pub(crate) struct XdrLayout<'a> {
     raw: bindings::rpcrdma_rs_xdr_layout,
-    _rqst: core::marker::PhantomData<&'a ()>,
+    _rqst: PhantomData<&'a ()>,
 }
 
 impl XdrLayout<'_> {

@@ -24,6 +24,15 @@
 //!   wake `buf_free`) is stored in its record, and handed out only by the
 //!   events above. Dropping it instead (at teardown) leaves the RPC to be
 //!   retransmitted, never failed.
+//! - Once a reply for an RPC with a record is accepted, the record says so
+//!   until `buf_free` or the drain: when the reply is handed out for
+//!   delivery, the record stays behind, holding no region, as the mark
+//!   that the RPC was answered ([`Phase::Answered`]). A duplicate reply
+//!   may have found and pinned the RPC before the delivery took it off
+//!   sunrpc's receive queue, and reach [`MrPool::answer`] only after the
+//!   delivery: it still finds the mark. sunrpc calls `buf_free` only once
+//!   the RPC is off that queue and no reply handler holds it pinned, so no
+//!   reply can look for the mark any more when `buf_free` removes it.
 //!
 //! This file knows nothing of the connection: the regions' completion
 //! handler `H` and the deferred action `P` are the caller's.
@@ -65,6 +74,11 @@ enum Phase {
     /// post failed, a LOCAL_INV was flushed, a region refused to be
     /// unmapped, or the connection is closing).
     Stranded,
+    /// The reply was handed out for delivery, and every region is back on
+    /// the free list: the record only marks the RPC answered, so that
+    /// another reply for it is a duplicate, until `buf_free`
+    /// ([`MrPool::forget_answered`]) or the drain removes it.
+    Answered,
 }
 
 /// The regions one RPC holds on a connection.
@@ -131,9 +145,9 @@ pub(crate) enum Invalidated<P> {
 /// # Invariants
 ///
 /// Every region index is either in `free` or in exactly one record's
-/// `held`, and `owner` names that record. Regions in `free` are unmapped,
-/// and `maps` has no mapping for them; a held region that is not `gone`
-/// has its mapping in `maps`.
+/// `held` and not `gone` there, and `owner` names that record. Regions in
+/// `free` are unmapped, and `maps` has no mapping for them; a held region
+/// that is not `gone` has its mapping in `maps`.
 pub(crate) struct MrPool<H: MrHandler, P> {
     mrs: KVec<Pin<KBox<Mr<H>>>>,
     /// The mapping of each region, by index, while a record holds it.
@@ -201,9 +215,32 @@ impl<H: MrHandler, P> MrPool<H, P> {
             .position(|r| r.as_ref().is_some_and(|r| r.xid == xid))
     }
 
-    /// True if RPC `xid` holds regions.
+    /// True while RPC `xid` holds regions: it has a record that is more
+    /// than the mark that it was answered.
     pub(crate) fn holds(&self, xid: u32) -> bool {
-        self.find(xid).is_some()
+        self.find(xid)
+            .and_then(|slot| self.records.get(slot))
+            .and_then(Option::as_ref)
+            .is_some_and(|r| !matches!(r.phase, Phase::Answered))
+    }
+
+    /// Removes the mark that RPC `xid` was answered, if that is all its
+    /// record is. For `buf_free`: sunrpc calls it once the RPC is off its
+    /// receive queue and no reply handler holds it pinned
+    /// (`xprt_request_dequeue_xprt` waits for that), so no reply for it can
+    /// reach [`MrPool::answer`] any more.
+    pub(crate) fn forget_answered(&mut self, xid: u32) {
+        if let Some(slot) = self.find(xid) {
+            let answered = self
+                .records
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| matches!(r.phase, Phase::Answered));
+            if answered {
+                // Holds no region: nothing to unmap.
+                self.take_record(slot);
+            }
+        }
     }
 
     /// Takes the record in `slot` out, to work on it beside the regions.
@@ -216,6 +253,19 @@ impl<H: MrHandler, P> MrPool<H, P> {
         if let Some(entry) = self.records.get_mut(slot) {
             *entry = Some(rec);
         }
+    }
+
+    /// Every region of `rec`, taken out of `slot`, is back on the free
+    /// list: hands out its `then`. A record that was answered goes back
+    /// into `slot` as the mark that it was ([`Phase::Answered`]); one that
+    /// was not (`buf_free`'s) is gone.
+    fn retire(&mut self, slot: usize, mut rec: Record<P>) -> Option<P> {
+        let then = rec.then.take();
+        if rec.answered {
+            rec.phase = Phase::Answered;
+            self.put_record(slot, rec);
+        }
+        then
     }
 
     /// Maps `reads` (for the server to read) and `writes` (for it to
@@ -231,6 +281,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
         if reads.is_empty() && writes.is_empty() {
             return Err(EINVAL);
         }
+        // An RPC sent again on this connection after it was answered
+        // (sunrpc closes the connection first today): the mark must not
+        // fail it. The resend passed `call_encode`, which took it off the
+        // receive queue and waited for its pins, as `buf_free`.
+        self.forget_answered(xid);
         if self.find(xid).is_some() {
             return Err(EBUSY);
         }
@@ -439,6 +494,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// the rest. Returns what to do with `then`, how many LOCAL_INVs were
     /// posted, whether the server invalidated a region, and false if a
     /// post failed and the connection must be reset.
+    ///
+    /// An RPC without a record registered nothing on this connection, and
+    /// nothing here marks it answered: the caller must act on its
+    /// `Answer::Now` (complete the RPC, which takes it off sunrpc's receive
+    /// queue) before it looks up the RPC of another reply.
     pub(crate) fn answer(
         &mut self,
         xid: u32,
@@ -488,9 +548,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// `buf_free`: the memory of RPC `xid` is about to be freed. Starts
     /// invalidating what it holds; returns true while it holds anything
-    /// (the caller waits for [`MrPool::holds`] to turn false), how many
-    /// LOCAL_INVs were posted, and false if a post failed and the
-    /// connection must be reset.
+    /// (the caller waits for [`MrPool::holds`] to turn false), how
+    /// many LOCAL_INVs were posted, and false if a post failed and the
+    /// connection must be reset. Removes the mark of an answered RPC.
     pub(crate) fn release(&mut self, xid: u32, gate: &Gate) -> (bool, u32, bool) {
         let Some(slot) = self.find(xid) else {
             return (false, 0, true);
@@ -505,6 +565,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             // A record not answered has no `then` to hand out.
             (_, posted, ok) = self.settle(slot, gate);
         }
+        self.forget_answered(xid);
         (self.holds(xid), posted, ok)
     }
 
@@ -530,7 +591,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
                 self.put_record(slot, rec);
                 return (Answer::Later, 0, false);
             }
-            return match rec.then.take() {
+            return match self.retire(slot, rec) {
                 Some(then) => (Answer::Now(then), 0, true),
                 None => (Answer::Later, 0, true),
             };
@@ -583,12 +644,14 @@ impl<H: MrHandler, P> MrPool<H, P> {
             self.put_record(slot, rec);
             return Invalidated::Flushed(then);
         }
-        Invalidated::Done(rec.then.take())
+        Invalidated::Done(self.retire(slot, rec))
     }
 
-    /// The QP is drained and destroyed: nothing can reach any region.
-    /// Unmaps and frees them all; returns the actions still waiting, to be
-    /// dropped (their RPCs are retransmitted) outside the lock.
+    /// The QP is drained and destroyed: nothing can reach any region, and
+    /// no completion handler of the connection runs any more. Unmaps and
+    /// frees them all; returns the actions still waiting, to be dropped
+    /// (their RPCs are retransmitted) outside the lock. The marks of
+    /// answered RPCs go too: no reply can come on this connection.
     pub(crate) fn release_drained(&mut self, out: &mut KVec<P>) {
         for slot in 0..self.records.len() {
             if let Some(mut rec) = self.take_record(slot) {

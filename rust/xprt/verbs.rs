@@ -167,7 +167,9 @@ impl EpShared {
     /// `buf_free`: the memory of RPC `xid` is about to be freed. If it
     /// still holds regions (no reply came, or its invalidation is under
     /// way), invalidate them and wait until they are unreachable: by their
-    /// LOCAL_INV, or by the drain of a connection being torn down. Sleeps.
+    /// LOCAL_INV, or by the drain of a connection being torn down. The
+    /// mark that it was answered goes (no reply can find the RPC any
+    /// more). Sleeps.
     pub(crate) fn release_rpc_sync(&self, xid: u32) {
         let (held, posted, ok) = {
             let gate = self.gate.lock();
@@ -184,6 +186,7 @@ impl EpShared {
             while pool.holds(xid) {
                 self.released.wait(&mut pool);
             }
+            pool.forget_answered(xid);
         }
         // Regions came back: a sender may be waiting for them.
         self.xprt.write_space();
@@ -223,7 +226,11 @@ impl EpShared {
     }
 
     /// A reply was accepted for `rqst`: deliver it once nothing of the RPC
-    /// is reachable by the server.
+    /// is reachable by the server. Called only from the Receive completion
+    /// handler, which the CQ's workqueue runs one completion at a time: a
+    /// reply delivered here (`Answer::Now`) has completed its RPC, taking
+    /// it off sunrpc's receive queue, before the next reply is looked up,
+    /// as `MrPool::answer` requires.
     fn answer(&self, xid: u32, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
         let remote_inv = rep.remote_invalidation();
         let d = Deferred { rqst, outcome, rep };
