@@ -35,6 +35,8 @@ void rpcrdma_rs_op_close(void *transport);
  */
 int rpcrdma_rs_op_send_request(void *transport, struct rpc_rqst *rqst,
 			       bool bc_reply);
+/* An RPC got no reply in time: report the connection lost; sleeps. */
+void rpcrdma_rs_op_timer(void *transport);
 /* Largest backchannel message the connection carries inline. */
 size_t rpcrdma_rs_op_bc_maxpayload(void *transport);
 /*

@@ -272,7 +272,12 @@ static void rpcrdma_rs_buf_free(struct rpc_task *task)
 
 static void rpcrdma_rs_timer(struct rpc_xprt *xprt, struct rpc_task *task)
 {
-	/* RDMA has no keepalive: a timeout probes the path by reconnecting. */
+	/*
+	 * RDMA has no keepalive: a timeout probes the path by reconnecting.
+	 * Rust logs the loss (once per connection) and forces the disconnect
+	 * of a live connection; this one covers a connection not yet up.
+	 */
+	rpcrdma_rs_op_timer(rs_xprt(xprt)->transport);
 	xprt_force_disconnect(xprt);
 }
 

@@ -182,6 +182,54 @@ pub fn decode(buf: &[u8]) -> PrivateData {
     find(buf).map_or(PrivateData::ABSENT, |(_, pd)| pd)
 }
 
+/// Why a private data buffer holds no version 1 message (see [`find`]),
+/// for the line that reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Absence {
+    /// The peer sent no private data at all.
+    Empty,
+    /// No Format Identifier anywhere in the buffer of `len` octets.
+    NoFormatId {
+        /// The buffer's length.
+        len: usize,
+    },
+    /// The first Format Identifier is followed by a version other than 1.
+    Version(u8),
+    /// The first Format Identifier has fewer than [`LEN`] octets left in
+    /// the buffer.
+    Truncated,
+}
+
+impl core::fmt::Display for Absence {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Empty => f.write_str("none sent"),
+            Self::NoFormatId { len } => write!(f, "no format identifier in {len} octets"),
+            Self::Version(v) => write!(f, "version {v}, not {VERSION}"),
+            Self::Truncated => f.write_str("message cut short"),
+        }
+    }
+}
+
+/// Why [`find`] finds no message in `buf`, or `None` when it finds one.
+/// Of several occurrences of the Format Identifier, the first one says
+/// why.
+pub fn absence(buf: &[u8]) -> Option<Absence> {
+    if find(buf).is_some() {
+        return None;
+    }
+    if buf.is_empty() {
+        return Some(Absence::Empty);
+    }
+    let Some(off) = buf.windows(4).position(|w| w == FORMAT_ID_BYTES) else {
+        return Some(Absence::NoFormatId { len: buf.len() });
+    };
+    match buf.get(off.saturating_add(4)) {
+        Some(&v) if v != VERSION => Some(Absence::Version(v)),
+        _ => Some(Absence::Truncated),
+    }
+}
+
 /// Our side's settings for a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LocalSettings {

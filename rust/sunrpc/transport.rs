@@ -72,6 +72,11 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
     /// when the server can no longer reach it. Sleeps.
     fn buf_free(&self, _xid: u32) {}
 
+    /// An RPC got no reply within its timeout (`timer`, in the RPC task's
+    /// process context); the C glue then has sunrpc close the connection.
+    /// Sleeps.
+    fn timer(&self) {}
+
     /// Largest backchannel message the connection carries (`bc_maxpayload`).
     /// Runs under the RCU read lock: may not sleep.
     fn bc_maxpayload(&self) -> usize;
@@ -343,6 +348,17 @@ impl<T: ClassOps> Adapter<T> {
         T::buf_free(&state, xid);
     }
 
+    /// `rpcrdma_rs_op_timer`: an RPC timed out. Sleeps.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::state`].
+    pub(crate) unsafe extern "C" fn timer(transport: *mut c_void) {
+        // SAFETY: By the function's contract.
+        let state = unsafe { Self::state(transport) };
+        T::timer(&state);
+    }
+
     /// `rpcrdma_rs_op_bc_maxpayload`.
     ///
     /// # Safety
@@ -458,6 +474,15 @@ macro_rules! class_ops {
             unsafe extern "C" fn rpcrdma_rs_op_buf_free(transport: *mut c_void, xid: u32) {
                 // SAFETY: The caller guarantees what `buf_free` requires.
                 unsafe { Adapter::<$t>::buf_free(transport, xid) }
+            }
+
+            /// # Safety
+            ///
+            /// As for `Adapter::timer`.
+            #[no_mangle]
+            unsafe extern "C" fn rpcrdma_rs_op_timer(transport: *mut c_void) {
+                // SAFETY: The caller guarantees what `timer` requires.
+                unsafe { Adapter::<$t>::timer(transport) }
             }
 
             /// # Safety

@@ -210,6 +210,15 @@ impl XprtOps for XprtState {
             .send(rqst, bc_reply)
     }
 
+    /// An RPC timed out: the connection is reset to probe the server, and
+    /// the loss logged as the connection's own (once).
+    fn timer(&self) {
+        let shared = self.ep.lock().as_ref().map(|ep| ep.shared.clone());
+        if let Some(shared) = shared {
+            shared.timed_out();
+        }
+    }
+
     /// `buf_free`: returns only when nothing of RPC `xid` is registered,
     /// or reachable through a QP that may still execute. Sleeps.
     fn buf_free(&self, xid: u32) {

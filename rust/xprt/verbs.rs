@@ -61,6 +61,56 @@ pub(crate) struct Deferred {
     rep: Received<EpShared>,
 }
 
+/// Why a connection was lost, for the one line that reports it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Loss {
+    /// A connection manager event: the server disconnected, the device
+    /// went, the address changed.
+    Cm(CmEventKind),
+    /// A Send, Receive or memory registration work request that failed or
+    /// was flushed (the QP went into the error state): which, and its
+    /// completion status (flushed: `IB_WC_WR_FLUSH_ERR`).
+    Completion(&'static str, u32, bool),
+    /// A work request could not be posted.
+    Post(&'static str),
+    /// A memory region could not be invalidated: its LOCAL_INV could not
+    /// be posted, or the region may still be reachable.
+    Invalidate,
+    /// A message from the server that cannot be trusted (logged on its
+    /// own line before).
+    BadReply,
+    /// A backchannel Call the callback service refused.
+    Backchannel,
+    /// An RPC got no reply in time (sunrpc's timer).
+    Timeout,
+}
+
+impl Loss {
+    fn completion(what: &'static str, completion: &Completion) -> Self {
+        Self::Completion(what, completion.status, completion.is_flush())
+    }
+}
+
+impl core::fmt::Display for Loss {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Cm(CmEventKind::Disconnected) => f.write_str("DISCONNECTED"),
+            Self::Cm(CmEventKind::DeviceRemoval) => f.write_str("DEVICE_REMOVAL"),
+            Self::Cm(CmEventKind::AddrChange) => f.write_str("ADDR_CHANGE"),
+            Self::Cm(kind) => write!(f, "connection manager event {:?}", kind),
+            Self::Completion(what, _, true) => write!(f, "{} flushed", what),
+            Self::Completion(what, status, false) => {
+                write!(f, "{} failed with completion status {}", what, status)
+            }
+            Self::Post(what) => write!(f, "could not post a {}", what),
+            Self::Invalidate => f.write_str("could not invalidate a memory region"),
+            Self::BadReply => f.write_str("bad reply"),
+            Self::Backchannel => f.write_str("backchannel Call refused"),
+            Self::Timeout => f.write_str("RPC timed out"),
+        }
+    }
+}
+
 /// The Send buffers that are not posted, as a stack.
 ///
 /// # Invariants
@@ -138,6 +188,9 @@ pub(crate) struct EpShared {
     live: AtomicBool,
     /// The server's current grant.
     pub(crate) credits: AtomicU32,
+    /// A grant out of range was logged: once per connection is enough
+    /// (the server may send it in every reply).
+    grant_logged: AtomicBool,
     /// The most credits this connection accepts (the device may lower it).
     pub(crate) max_requests: AtomicU32,
     /// The memory regions and the RPCs holding them.
@@ -158,6 +211,7 @@ impl EpShared {
             free_sends <- new_spinlock!(FreeSends::empty()),
             live: AtomicBool::new(false),
             credits: AtomicU32::new(1),
+            grant_logged: AtomicBool::new(false),
             max_requests: AtomicU32::new(MAX_REQUESTS),
             pool <- new_spinlock!(MrPool::empty()),
             released <- new_condvar!(),
@@ -179,7 +233,7 @@ impl EpShared {
             .local_inv_needed
             .fetch_add(u64::from(posted), Ordering::Relaxed);
         if !ok {
-            self.connection_lost();
+            self.connection_lost(Loss::Invalidate);
         }
         if held {
             let mut pool = self.pool.lock();
@@ -192,11 +246,16 @@ impl EpShared {
         self.xprt.write_space();
     }
 
-    /// The connection failed: have sunrpc close it and reconnect. Only the
-    /// first report counts; teardown clears `live` first, so a connection
-    /// being closed on purpose does not report itself.
-    pub(crate) fn connection_lost(&self) {
+    /// The connection failed (`why`): say so, naming the server, and have
+    /// sunrpc close it and reconnect. Only the first report counts, so one
+    /// loss logs one line however many completions it flushes; teardown
+    /// clears `live` first, so a connection being closed on purpose (idle,
+    /// unmount, after an earlier loss) does not report itself.
+    pub(crate) fn connection_lost(&self, why: Loss) {
         if self.live.swap(false, Ordering::AcqRel) {
+            if sunrpc::warn_ratelimit() {
+                pr_warn!("{}: connection lost ({})\n", self.xprt.peer(), why);
+            }
             self.xprt.force_disconnect();
         }
     }
@@ -214,7 +273,7 @@ impl EpShared {
         drop(gate);
         if let Err((rep, _)) = posted {
             drop(rep);
-            self.connection_lost();
+            self.connection_lost(Loss::Post("Receive"));
         }
     }
 
@@ -247,7 +306,7 @@ impl EpShared {
             .local_inv_needed
             .fetch_add(u64::from(posted), Ordering::Relaxed);
         if !ok {
-            self.connection_lost();
+            self.connection_lost(Loss::Invalidate);
         }
         if remote || !matches!(answer, Answer::Later) {
             // Regions came back: a sender may be waiting for them.
@@ -281,7 +340,7 @@ impl EpShared {
                 None => pr_warn!("{}: {}\n", self.xprt.peer(), what),
             }
         }
-        self.connection_lost();
+        self.connection_lost(Loss::BadReply);
         match xid.and_then(|xid| Some((xid, self.xprt.lookup_pin(xid)?))) {
             Some((xid, rqst)) => self.answer(xid, rqst, Outcome::Failed(EIO), rep),
             None => self.repost(rep),
@@ -310,7 +369,7 @@ impl EpShared {
                     if sunrpc::warn_ratelimit() {
                         pr_warn!("{}: backchannel Call dropped: {:?}\n", self.xprt.peer(), e);
                     }
-                    self.connection_lost();
+                    self.connection_lost(Loss::Backchannel);
                     return self.repost(rep);
                 }
             },
@@ -319,12 +378,30 @@ impl EpShared {
         let xid = reply.xid;
         let Some(rqst) = self.xprt.lookup_pin(xid) else {
             // No such Call (sunrpc counts bad_xids): a late or duplicate
-            // reply.
+            // reply, or one that names no Call of ours.
+            if sunrpc::warn_ratelimit() {
+                pr_warn!(
+                    "{}: reply for unknown XID {:#010x}, dropped\n",
+                    self.xprt.peer(),
+                    xid
+                );
+            }
             return self.repost(rep);
         };
         if let Some(credit) = reply.credit {
             let max = self.max_requests.load(Ordering::Relaxed);
             let granted = Credits::sanitize(credit, max);
+            if granted != credit
+                && !self.grant_logged.swap(true, Ordering::Relaxed)
+                && sunrpc::warn_ratelimit()
+            {
+                pr_warn!(
+                    "{}: server granted {} credits; using {}\n",
+                    self.xprt.peer(),
+                    credit,
+                    granted
+                );
+            }
             if self.credits.swap(granted, Ordering::AcqRel) != granted {
                 self.xprt.set_cwnd(granted);
             }
@@ -352,6 +429,12 @@ impl EpShared {
 }
 
 impl EpShared {
+    /// An RPC got no reply in time (sunrpc's `timer`): RDMA has no
+    /// keepalive, so the connection is reset to probe the server.
+    pub(crate) fn timed_out(&self) {
+        self.connection_lost(Loss::Timeout);
+    }
+
     /// Regions on the free list, for the report.
     pub(crate) fn regions_free(&self) -> usize {
         self.pool.lock().free_count()
@@ -368,9 +451,9 @@ impl CmHandler for EpShared {
                     self.live.store(true, Ordering::Release);
                 }
             }
-            CmEventKind::Disconnected | CmEventKind::DeviceRemoval | CmEventKind::AddrChange => {
-                self.connection_lost()
-            }
+            kind @ (CmEventKind::Disconnected
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::AddrChange) => self.connection_lost(Loss::Cm(kind)),
             _ => {}
         }
         CmHandler::handle(&self.events, event);
@@ -382,7 +465,7 @@ impl MrHandler for EpShared {
         let success = completion.is_success();
         if !success {
             // Flushed (or failed): the QP is in the error state.
-            self.connection_lost();
+            self.connection_lost(Loss::completion("LOCAL_INV", completion));
         }
         let result = self.pool.lock().invalidated(mr.index(), success);
         match result {
@@ -390,7 +473,7 @@ impl MrHandler for EpShared {
             // Its RPC is retransmitted on the next connection; the drain
             // settles its memory.
             Invalidated::Flushed(d) => {
-                self.connection_lost();
+                self.connection_lost(Loss::completion("LOCAL_INV", completion));
                 drop(d);
             }
             Invalidated::Done(None) | Invalidated::Stale => {}
@@ -400,15 +483,15 @@ impl MrHandler for EpShared {
         self.xprt.write_space();
     }
 
-    fn reg_failed(&self, _mr: &Mr<Self>, _completion: &Completion) {
-        self.connection_lost();
+    fn reg_failed(&self, _mr: &Mr<Self>, completion: &Completion) {
+        self.connection_lost(Loss::completion("REG_MR", completion));
     }
 }
 
 impl EpShared {
     /// A Send or Receive did not complete: say why unless it was flushed
     /// (teardown), and reset the connection (the RPC is retransmitted).
-    fn completion_failed(&self, what: &str, completion: &Completion) {
+    fn completion_failed(&self, what: &'static str, completion: &Completion) {
         if !completion.is_flush() && sunrpc::warn_ratelimit() {
             pr_warn!(
                 "{}: {} failed with completion status {}\n",
@@ -417,7 +500,7 @@ impl EpShared {
                 completion.status
             );
         }
-        self.connection_lost();
+        self.connection_lost(Loss::completion(what, completion));
     }
 }
 
@@ -590,6 +673,19 @@ impl Endpoint {
             bytes.get(..*len)
         };
         ep.negotiated = private_data::negotiate(&local, peer);
+        // Once per connection; not when told to ignore what the server
+        // sent (a choice of ours, not the server's fault).
+        if let Some(why) = peer.and_then(private_data::absence) {
+            if sunrpc::warn_ratelimit() {
+                pr_warn!(
+                    "{}: no RPC-over-RDMA private data from the server ({}); inline thresholds {}/{}\n",
+                    xprt.peer(),
+                    why,
+                    ep.negotiated.inline_send,
+                    ep.negotiated.inline_recv
+                );
+            }
+        }
         // The Call is copied into one Send buffer, so the device's Send SGE
         // limit never applies.
         ep.thresholds = Thresholds::new(
@@ -769,7 +865,7 @@ impl Endpoint {
                 // Stranded until the drain: `buf_free` waits for it.
                 drop(pool);
                 drop(gate);
-                shared.connection_lost();
+                shared.connection_lost(Loss::Post("REG_MR"));
                 return Err(errno::enotconn());
             }
         }
@@ -781,7 +877,7 @@ impl Endpoint {
         let buf = slot.take().ok_or(EINVAL)?;
         if let Err((buf, _)) = buf.post() {
             *slot = Some(buf);
-            shared.connection_lost();
+            shared.connection_lost(Loss::Post("Send"));
             return Err(errno::enotconn());
         }
         Ok(())

@@ -23,7 +23,10 @@
 #      client's page cache is unchanged after the peer wrote to the rkeys
 #      of a finished READ);
 #   4. the client's own account of the fault: for rpcrdma_rs the line it
-#      logs, its debugfs state, or the counters in mountstats;
+#      logs, its debugfs state, or the counters in mountstats. Every
+#      fault of the server has rpcrdma_rs log a line naming the server
+#      (rs_peer_logged), which this check requires too where its account
+#      is otherwise debugfs or mountstats;
 #   5. the same mount works afterwards: an O_DIRECT READ of data64k goes
 #      to the peer again (well-behaved by then, or still granting absurd
 #      credits) and comes back right.
@@ -73,9 +76,9 @@ PEER_LIFETIME=1800
 # client may pass up, so err-vers and err-chunk may end in an error too.
 CASES=(
 	"pd-ok | read | ok | --private-data ok | pd 4096 4096 1 4096 4096"
-	"pd-none | read | ok | --private-data none | pd none none - 1024 1024"
-	"pd-bad-magic | read | ok | --private-data bad-magic | pd none none - 1024 1024"
-	"pd-version-2 | read | ok | --private-data version-2 | pd none none - 1024 1024"
+	"pd-none | read | ok | --private-data none | pd none none - 1024 1024 none"
+	"pd-bad-magic | read | ok | --private-data bad-magic | pd none none - 1024 1024 bad-magic"
+	"pd-version-2 | read | ok | --private-data version-2 | pd none none - 1024 1024 version-2"
 	"pd-sizes-0 | read | ok | --private-data sizes-0 | pd 1024 1024 1 1024 1024"
 	"pd-sizes-max | read | ok | --private-data sizes-max | pd 262144 262144 1 4096 4096"
 	"pd-rinv-off | read | ok | --private-data rinv-off | pd 4096 4096 0 4096 4096"
@@ -585,8 +588,24 @@ rs_logged() {
 	return 1
 }
 
-rs_pd() { # SEND RECV RINV INLINE_SEND INLINE_RECV as debugfs shows them
-	local got want
+# rs_peer_logged REGEX: with TRANSPORT=rs, the kernel log has a line of
+# rpcrdma_rs naming the server, "rpcrdma_rs: $SERVER_IP4: " and then
+# REGEX, since the case's marker; adds what was seen to why. True at once
+# with the C transport, which logs none of these faults.
+rs_peer_logged() {
+	local before=$why rc
+	[ "$TRANSPORT" = rs ] || return 0
+	rs_logged "rpcrdma_rs: ${SERVER_IP4//./[.]}: $1"
+	rc=$?
+	why="$before; $why"
+	return "$rc"
+}
+
+# rs_pd SEND RECV RINV INLINE_SEND INLINE_RECV [FAULT]: as debugfs shows
+# them; with SEND none, also the line saying there was no valid private
+# data, and why (FAULT: none, bad-magic or version-2, the peer's mode).
+rs_pd() {
+	local got want reason ok=1
 	if [ "$1" = none ]; then
 		want="none - - $4 $5"
 		rs_xprt peer_private_data inline_send inline_recv
@@ -597,19 +616,38 @@ rs_pd() { # SEND RECV RINV INLINE_SEND INLINE_RECV as debugfs shows them
 		got="${xv[0]} ${xv[1]} ${xv[2]} ${xv[3]} ${xv[4]}"
 	fi
 	why="peer send/recv/R, inline send/recv: $got (want $want)"
-	[ "$got" = "$want" ]
+	[ "$got" = "$want" ] || ok=0
+	if [ "$1" = none ]; then
+		# None sent: iWARP passes an empty buffer, IB and RoCE a
+		# zero-padded one.
+		case "${6:-}" in
+		none) reason="(none sent|no format identifier in [0-9]+ octets)" ;;
+		bad-magic) reason="no format identifier in [0-9]+ octets" ;;
+		version-2) reason="version 2, not 1" ;;
+		*) reason=".*" ;;
+		esac
+		rs_peer_logged "no RPC-over-RDMA private data from the server \\($reason\\); inline thresholds $4/$5" ||
+			ok=0
+	fi
+	[ "$ok" = 1 ]
 }
 
-rs_credits() { # 1 | requested
-	local granted requested
+# rs_credits 1|requested: the grant the client uses, and the line saying
+# what the server granted instead (credits-zero grants 0, credits-max
+# 2^32-1, which the client clamps to what it asked for).
+rs_credits() {
+	local granted requested sent
 	rs_xprt credits_granted credits_requested
 	granted=${xv[0]} requested=${xv[1]}
 	why="credits granted $granted of $requested requested"
 	if [ "$1" = requested ]; then
-		[ -n "$granted" ] && [ "$granted" = "$requested" ]
+		[ -n "$granted" ] && [ "$granted" = "$requested" ] || return 1
+		sent=4294967295
 	else
-		[ "$granted" = "$1" ]
+		[ "$granted" = "$1" ] || return 1
+		sent=0
 	fi
+	rs_peer_logged "server granted $sent credits; using $granted"
 }
 
 check_bad_xids() {
@@ -617,7 +655,8 @@ check_bad_xids() {
 	mount_xprt
 	n=${xprt[9]}
 	why="bad_xids $n"
-	[ "${n:-0}" -gt 0 ]
+	[ "${n:-0}" -gt 0 ] || return 1
+	rs_peer_logged "reply for unknown XID 0x[0-9a-f]{8}, dropped"
 }
 
 check_duplicate() {
@@ -639,13 +678,15 @@ check_duplicate() {
 }
 
 # check_reconnected: the mount's connect_count grew after the mount
-# (connects0, recorded by run_case once mounted).
+# (connects0, recorded by run_case once mounted), and rpcrdma_rs logged
+# the connection's loss, naming the server.
 check_reconnected() {
 	local n
 	mount_xprt
 	n=${xprt[4]}
 	why="connect_count ${connects0:-?} once mounted, ${n:-?} now"
-	[ -n "$connects0" ] && [ "${n:-0}" -gt "$connects0" ] 2>/dev/null
+	[ -n "$connects0" ] && [ "${n:-0}" -gt "$connects0" ] 2>/dev/null || return 1
+	rs_peer_logged "connection lost \\("
 }
 
 # check_other_rpc: a Reply's Send With Invalidate named the rkey of

@@ -391,3 +391,28 @@ fn negotiation_from_valid_then_mutated() {
     reach.require("damaged: generated message found", 5);
     reach.require("damaged: another message found", 10);
 }
+
+#[test]
+fn absence_says_why() {
+    let ok = pd_linux_client();
+    assert_eq!(absence(&ok), None);
+    assert_eq!(absence(&[]), Some(Absence::Empty));
+    assert_eq!(absence(&[0; 196]), Some(Absence::NoFormatId { len: 196 }));
+    let mut bad_magic = ok.clone();
+    bad_magic[0] ^= 0xff;
+    assert_eq!(absence(&bad_magic), Some(Absence::NoFormatId { len: 8 }));
+    let mut v2 = ok.clone();
+    v2[4] = 2;
+    assert_eq!(absence(&v2), Some(Absence::Version(2)));
+    assert_eq!(absence(&ok[..7]), Some(Absence::Truncated));
+    assert_eq!(absence(&ok[..4]), Some(Absence::Truncated));
+    assert_eq!(Absence::Version(2).to_string(), "version 2, not 1");
+    assert_eq!(
+        Absence::NoFormatId { len: 196 }.to_string(),
+        "no format identifier in 196 octets"
+    );
+    // A wrong version first, a valid message after it: found, no absence.
+    let mut both = v2.clone();
+    both.extend_from_slice(&ok);
+    assert_eq!(absence(&both), None);
+}
