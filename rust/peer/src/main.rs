@@ -532,15 +532,7 @@ fn handle(
             );
         }
     }
-    match conn.execute(&out) {
-        Ok(None) => {}
-        Ok(Some(status)) => event!(
-            "reply-failed xid={:#010x} status={}",
-            call.xid,
-            wc_status_name(status)
-        ),
-        Err(e) => event!("reply-failed xid={:#010x} reason={e:?}", call.xid),
-    }
+    execute_reply(conn, &out, call.xid);
     if let Some(probe) = &out.probe {
         let what = match probe {
             transport::Probe::Write(_) => "write",
@@ -585,14 +577,18 @@ fn release(conn: &mut Conn, mut h: Held, other: Option<(u32, u32)>, trigger: &Tr
             h.proc_name
         ),
     }
-    match conn.execute(&h.out) {
+    execute_reply(conn, &h.out, h.xid);
+}
+
+/// Carries out the Reply `out` to Call `xid`; says if it failed.
+fn execute_reply(conn: &mut Conn, out: &transport::Outgoing, xid: u32) {
+    match conn.execute(out) {
         Ok(None) => {}
         Ok(Some(status)) => event!(
-            "reply-failed xid={:#010x} status={}",
-            h.xid,
+            "reply-failed xid={xid:#010x} status={}",
             wc_status_name(status)
         ),
-        Err(e) => event!("reply-failed xid={:#010x} reason={e:?}", h.xid),
+        Err(e) => event!("reply-failed xid={xid:#010x} reason={e:?}"),
     }
 }
 
