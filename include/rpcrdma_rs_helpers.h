@@ -207,6 +207,8 @@ int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);
 void rpcrdma_rs_unpin(struct rpc_rqst *rqst);
 bool rpcrdma_rs_warn_ratelimit(void);
+bool rpcrdma_rs_conn_ratelimit(void);
+bool rpcrdma_rs_info_ratelimit(void);
 int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 			       u32 len);
 

@@ -625,3 +625,21 @@ bool rpcrdma_rs_warn_ratelimit(void)
 {
 	return __ratelimit(&rpcrdma_rs_warn_rs);
 }
+
+/*
+ * Connection losses and informational lines each have a budget of their
+ * own, so that a server flooding the client with bad replies cannot hide
+ * the line saying the connection went.
+ */
+static DEFINE_RATELIMIT_STATE(rpcrdma_rs_conn_rs, 5 * HZ, 10);
+static DEFINE_RATELIMIT_STATE(rpcrdma_rs_info_rs, 5 * HZ, 10);
+
+bool rpcrdma_rs_conn_ratelimit(void)
+{
+	return __ratelimit(&rpcrdma_rs_conn_rs);
+}
+
+bool rpcrdma_rs_info_ratelimit(void)
+{
+	return __ratelimit(&rpcrdma_rs_info_rs);
+}

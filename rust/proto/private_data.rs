@@ -186,7 +186,8 @@ pub fn decode(buf: &[u8]) -> PrivateData {
 /// for the line that reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Absence {
-    /// The peer sent no private data at all.
+    /// The peer sent no private data at all (or only zeros: InfiniBand's
+    /// CM pads what was sent to 196 octets with them).
     Empty,
     /// No Format Identifier anywhere in the buffer of `len` octets.
     NoFormatId {
@@ -218,7 +219,8 @@ pub fn absence(buf: &[u8]) -> Option<Absence> {
     if find(buf).is_some() {
         return None;
     }
-    if buf.is_empty() {
+    // InfiniBand's CM pads what was sent to 196 octets with zeros.
+    if buf.iter().all(|&b| b == 0) {
         return Some(Absence::Empty);
     }
     let Some(off) = buf.windows(4).position(|w| w == FORMAT_ID_BYTES) else {

@@ -435,3 +435,16 @@ pub(crate) fn warn_ratelimit() -> bool {
     // SAFETY: No precondition.
     unsafe { bindings::rpcrdma_rs_warn_ratelimit() }
 }
+
+/// True if a rate-limited line about a lost connection may be printed
+/// now (a budget of its own: bad replies cannot use it up).
+pub(crate) fn conn_ratelimit() -> bool {
+    // SAFETY: No precondition.
+    unsafe { bindings::rpcrdma_rs_conn_ratelimit() }
+}
+
+/// True if a rate-limited informational line may be printed now.
+pub(crate) fn info_ratelimit() -> bool {
+    // SAFETY: No precondition.
+    unsafe { bindings::rpcrdma_rs_info_ratelimit() }
+}

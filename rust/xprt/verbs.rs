@@ -253,8 +253,15 @@ impl EpShared {
     /// unmount, after an earlier loss) does not report itself.
     pub(crate) fn connection_lost(&self, why: Loss) {
         if self.live.swap(false, Ordering::AcqRel) {
-            if sunrpc::warn_ratelimit() {
-                pr_warn!("{}: connection lost ({})\n", self.xprt.peer(), why);
+            if sunrpc::conn_ratelimit() {
+                match why {
+                    // The server may only be slow: not a loss yet.
+                    Loss::Timeout => pr_notice!(
+                        "{}: no reply in time; resetting the connection\n",
+                        self.xprt.peer()
+                    ),
+                    _ => pr_warn!("{}: connection lost ({})\n", self.xprt.peer(), why),
+                }
             }
             self.xprt.force_disconnect();
         }
@@ -378,9 +385,11 @@ impl EpShared {
         let xid = reply.xid;
         let Some(rqst) = self.xprt.lookup_pin(xid) else {
             // No such Call (sunrpc counts bad_xids): a late or duplicate
-            // reply, or one that names no Call of ours.
-            if sunrpc::warn_ratelimit() {
-                pr_warn!(
+            // reply (a task ended by a signal or a soft timeout leaves the
+            // queue before its reply comes), or one that names no Call of
+            // ours. Information, as the first is no fault.
+            if sunrpc::info_ratelimit() {
+                pr_info!(
                     "{}: reply for unknown XID {:#010x}, dropped\n",
                     self.xprt.peer(),
                     xid
@@ -391,16 +400,33 @@ impl EpShared {
         if let Some(credit) = reply.credit {
             let max = self.max_requests.load(Ordering::Relaxed);
             let granted = Credits::sanitize(credit, max);
-            if granted != credit
-                && !self.grant_logged.swap(true, Ordering::Relaxed)
-                && sunrpc::warn_ratelimit()
-            {
-                pr_warn!(
-                    "{}: server granted {} credits; using {}\n",
-                    self.xprt.peer(),
-                    credit,
-                    granted
-                );
+            // Once per connection. A zero grant is a fault (RFC 8166,
+            // section 3.3.1: at least one); more than asked for is allowed
+            // and clamped, as C does, but said.
+            if granted != credit && !self.grant_logged.load(Ordering::Relaxed) {
+                let said = if credit == 0 {
+                    sunrpc::warn_ratelimit() && {
+                        pr_warn!(
+                            "{}: server granted 0 credits; using {}\n",
+                            self.xprt.peer(),
+                            granted
+                        );
+                        true
+                    }
+                } else {
+                    sunrpc::info_ratelimit() && {
+                        pr_info!(
+                            "{}: server granted {} credits; using {}\n",
+                            self.xprt.peer(),
+                            credit,
+                            granted
+                        );
+                        true
+                    }
+                };
+                if said {
+                    self.grant_logged.store(true, Ordering::Relaxed);
+                }
             }
             if self.credits.swap(granted, Ordering::AcqRel) != granted {
                 self.xprt.set_cwnd(granted);
@@ -489,17 +515,9 @@ impl MrHandler for EpShared {
 }
 
 impl EpShared {
-    /// A Send or Receive did not complete: say why unless it was flushed
-    /// (teardown), and reset the connection (the RPC is retransmitted).
+    /// A Send or Receive did not complete: reset the connection (the RPC
+    /// is retransmitted); the loss's line says which and with what status.
     fn completion_failed(&self, what: &'static str, completion: &Completion) {
-        if !completion.is_flush() && sunrpc::warn_ratelimit() {
-            pr_warn!(
-                "{}: {} failed with completion status {}\n",
-                self.xprt.peer(),
-                what,
-                completion.status
-            );
-        }
         self.connection_lost(Loss::completion(what, completion));
     }
 }
@@ -675,9 +693,11 @@ impl Endpoint {
         ep.negotiated = private_data::negotiate(&local, peer);
         // Once per connection; not when told to ignore what the server
         // sent (a choice of ours, not the server's fault).
+        // Information: RFC 8797 private data is optional, and its defaults
+        // serve.
         if let Some(why) = peer.and_then(private_data::absence) {
-            if sunrpc::warn_ratelimit() {
-                pr_warn!(
+            if sunrpc::info_ratelimit() {
+                pr_info!(
                     "{}: no RPC-over-RDMA private data from the server ({}); inline thresholds {}/{}\n",
                     xprt.peer(),
                     why,

@@ -618,10 +618,10 @@ rs_pd() {
 	why="peer send/recv/R, inline send/recv: $got (want $want)"
 	[ "$got" = "$want" ] || ok=0
 	if [ "$1" = none ]; then
-		# None sent: iWARP passes an empty buffer, IB and RoCE a
-		# zero-padded one.
+		# None sent (iWARP passes an empty buffer, IB and RoCE a
+		# zero-padded one: both are none).
 		case "${6:-}" in
-		none) reason="(none sent|no format identifier in [0-9]+ octets)" ;;
+		none) reason="none sent" ;;
 		bad-magic) reason="no format identifier in [0-9]+ octets" ;;
 		version-2) reason="version 2, not 1" ;;
 		*) reason=".*" ;;
@@ -686,7 +686,7 @@ check_reconnected() {
 	n=${xprt[4]}
 	why="connect_count ${connects0:-?} once mounted, ${n:-?} now"
 	[ -n "$connects0" ] && [ "${n:-0}" -gt "$connects0" ] 2>/dev/null || return 1
-	rs_peer_logged "connection lost \\("
+	rs_peer_logged "(connection lost \\(|no reply in time; resetting the connection)"
 }
 
 # check_other_rpc: a Reply's Send With Invalidate named the rkey of
