@@ -252,6 +252,12 @@ impl EpShared {
     /// clears `live` first, so a connection being closed on purpose (idle,
     /// unmount, after an earlier loss) does not report itself.
     pub(crate) fn connection_lost(&self, why: Loss) {
+        self.lose(why);
+    }
+
+    /// [`EpShared::connection_lost`]; true if this call was the report
+    /// that counted.
+    fn lose(&self, why: Loss) -> bool {
         if self.live.swap(false, Ordering::AcqRel) {
             if sunrpc::conn_ratelimit() {
                 match why {
@@ -264,7 +270,9 @@ impl EpShared {
                 }
             }
             self.xprt.force_disconnect();
+            return true;
         }
+        false
     }
 
     /// Posts a completed Receive again, while the connection is open; the
@@ -517,8 +525,21 @@ impl MrHandler for EpShared {
 impl EpShared {
     /// A Send or Receive did not complete: reset the connection (the RPC
     /// is retransmitted); the loss's line says which and with what status.
+    /// A failure other than a flush that comes once the loss was reported
+    /// (a DISCONNECTED may overtake it) is said on its own, as
+    /// information.
     fn completion_failed(&self, what: &'static str, completion: &Completion) {
-        self.connection_lost(Loss::completion(what, completion));
+        if !self.lose(Loss::completion(what, completion))
+            && !completion.is_flush()
+            && sunrpc::info_ratelimit()
+        {
+            pr_info!(
+                "{}: {} failed with completion status {}\n",
+                self.xprt.peer(),
+                what,
+                completion.status
+            );
+        }
     }
 }
 
