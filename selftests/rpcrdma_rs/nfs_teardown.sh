@@ -12,7 +12,7 @@
 #   memory debuggers stay quiet (the harness scans the log), the mount
 #   works afterwards, and every MR is back on the free list.
 # - The server grants the full 128 credits on an NFSv4.1 mount and a deep
-#   queue of reads uses them for 30 s while callbacks arrive on the same
+#   queue of reads uses them for 40 s while callbacks arrive on the same
 #   connection: round after round, a file held open for reading gets a
 #   read delegation (the server's /proc/fs/nfsd/clients/*/states lists
 #   it) and a write open of it on the server recalls it with CB_RECALL
@@ -151,9 +151,18 @@ fi
 umount "$mnt"
 
 # The full credit grant, with NFSv4.1 callbacks on the same connection.
+# nfsd grants no delegation in its grace period, which the restart
+# begins: it is ended at once where nfsd can (no clients to reclaim), and
+# waited out (10 s) where it cannot.
 full_credits_server() {
 	server_run "rpc.nfsd 0 && echo 128 >/proc/sys/sunrpc/svc_rdma/max_requests &&
-		rpc.nfsd 8 && echo 'rdma 20049' >/proc/fs/nfsd/portlist"
+		rpc.nfsd 8 && echo 'rdma 20049' >/proc/fs/nfsd/portlist || exit 1
+		{ echo Y >/proc/fs/nfsd/v4_end_grace; } 2>/dev/null
+		for i in \$(seq 60); do
+			[ \"\$(cat /proc/fs/nfsd/v4_end_grace)\" = Y ] && exit 0
+			sleep 0.5
+		done
+		echo 'grace period not over after 30 s'; exit 1"
 }
 tap_check "the server grants 128 credits" full_credits_server
 
@@ -239,7 +248,7 @@ if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt"; then
 	before=$(connects)
 	deep_io() {
 		fio --name=deep --filename="$mnt/q/file" --rw=randread --bs=4k --size=8M \
-			--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=30 \
+			--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=40 \
 			--output="$RUN_DIR/fio-teardown-deep.txt" >/dev/null
 	}
 	deep_io &
