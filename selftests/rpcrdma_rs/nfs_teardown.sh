@@ -151,12 +151,17 @@ fi
 umount "$mnt"
 
 # The full credit grant, with NFSv4.1 callbacks on the same connection.
-# nfsd grants no delegation in its grace period, which the restart
-# begins: it is ended at once where nfsd can (no clients to reclaim), and
-# waited out (10 s) where it cannot.
+# nfsd grants no delegation while NFSv4's or lockd's grace period runs
+# (locks_in_grace), and the restart begins both: lockd's, 50 s by
+# default, is made 10 s for this restart (lockd reads nlm_grace_period as
+# it starts), and NFSv4's is ended at once where nfsd can (no client has
+# state to reclaim) or waited out (10 s).
 full_credits_server() {
-	server_run "rpc.nfsd 0 && echo 128 >/proc/sys/sunrpc/svc_rdma/max_requests &&
-		rpc.nfsd 8 && echo 'rdma 20049' >/proc/fs/nfsd/portlist || exit 1
+	server_run "nlm=\$(cat /proc/sys/fs/nfs/nlm_grace_period) &&
+		echo 10 >/proc/sys/fs/nfs/nlm_grace_period &&
+		rpc.nfsd 0 && echo 128 >/proc/sys/sunrpc/svc_rdma/max_requests &&
+		rpc.nfsd 8 && echo 'rdma 20049' >/proc/fs/nfsd/portlist &&
+		echo \$nlm >/proc/sys/fs/nfs/nlm_grace_period || exit 1
 		{ echo Y >/proc/fs/nfsd/v4_end_grace; } 2>/dev/null
 		for i in \$(seq 60); do
 			[ \"\$(cat /proc/fs/nfsd/v4_end_grace)\" = Y ] && exit 0
@@ -243,8 +248,21 @@ if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt"; then
 	deep_sum=$(expected "${deep_sum%% *}")
 	cp "$scratch/deep" "$mnt/q/file"
 	server_run "mkdir -p $deleg_dir && s=\$(seq 1 2000) &&
-		for t in {1..40}; do printf '%s\n' \"\$s\" >$deleg_dir/f\$t; done" ||
+		for t in {1..40}; do printf '%s\n' \"\$s\" >$deleg_dir/f\$t &&
+			printf '%s\n' \"\$s\" >$deleg_dir/w\$t; done" ||
 		tap_diag "could not make the files to delegate"
+	# Until lockd's grace period is over (and the callback channel is
+	# up), nfsd grants no delegation: rounds on other files until one is
+	# recalled, 30 s at most, before the reads begin; not counted.
+	warm_until=$((SECONDS + 30))
+	for ((t = 1; t <= 40 && SECONDS < warm_until; t++)); do
+		n0=$no_deleg b0=$recall_bad
+		recall_round "w$t"
+		[ "$no_deleg" = "$n0" ] && [ "$recall_bad" = "$b0" ] && break
+		sleep 1
+	done
+	tap_diag "delegations granted after $t warm-up rounds ($no_deleg without one, $recall_bad failed)"
+	rounds=0 recalls=0 no_deleg=0 recall_bad=0 slowest=0 no_deleg_states=""
 	before=$(connects)
 	deep_io() {
 		fio --name=deep --filename="$mnt/q/file" --rw=randread --bs=4k --size=8M \
