@@ -17,10 +17,10 @@ cd "$RPCRDMA_RS_TOP"
 # within CI's time on two cores): rpcrdma_rs runs every test on one
 # fabric at least, with 10 unload rounds instead of 50: over rxe all but
 # nfs_server_loss.sh, over siw all but nfs_inline_thresholds.sh,
-# nfs_load.sh (over rxe, where the load also runs the MR pool dry: a
-# region maps 32 pages there, 256 over siw) and nfs_krb5.sh (which needs
-# rxe), with NFSv3 and v4.2 only in the data integrity test (v4.0 and
-# v4.1 over rxe). The C reference runs have
+# nfs_load.sh and nfs_workloads.sh (over rxe, where a region maps 32
+# pages, 256 over siw, so RPCs take several and the load runs the MR
+# pool dry) and nfs_krb5.sh (which needs rxe), with NFSv3 and v4.2 only
+# in the data integrity test (v4.0 and v4.1 over rxe). The C reference runs have
 # a one-vCPU client, test NFSv3 and v4.2 and leave the load tests out
 # (nfs_load.sh, nfs_server_loss.sh, nfs_workloads.sh); over siw
 # nfs_teardown.sh too (where the C client hangs in one case of it
@@ -182,7 +182,7 @@ for run in ${HARNESS_RUNS:-c:rxe c:siw rs:rxe rs:siw}; do
 		case "$run" in
 		rs:rxe) subset=(--env NFS_LOAD_ROUNDS=10 --without nfs_server_loss.sh) ;;
 		rs:siw) subset=(--env "NFS_VERSIONS=3 4.2"
-			--without "nfs_inline_thresholds.sh nfs_load.sh") ;;
+			--without "nfs_inline_thresholds.sh nfs_load.sh nfs_workloads.sh") ;;
 		c:rxe) subset=(--cpus 1 --env "NFS_VERSIONS=3 4.2"
 			--without "nfs_load.sh nfs_server_loss.sh nfs_workloads.sh") ;;
 		c:siw) subset=(--cpus 1 --env "NFS_VERSIONS=3 4.2"
