@@ -248,10 +248,9 @@ impl<'a> Rqst<'a> {
     /// The Call's send buffer (`reply` false) or the Reply's receive buffer.
     pub(crate) fn layout(&self, reply: bool) -> Result<XdrLayout<'a>> {
         let mut raw = bindings::rpcrdma_rs_xdr_layout::default();
-        // SAFETY: The request is live (type invariant), and sunrpc holds it
-        // for the call; the helper allocates missing receive pages into it
-        // through the raw pointer (no Rust reference to it exists), and
-        // writes the layout into `raw`.
+        // SAFETY: The request is live and held by sunrpc (type invariant);
+        // the helper allocates receive pages into it through the raw
+        // pointer (no Rust reference to it exists) and fills `raw`.
         to_result(unsafe { bindings::rpcrdma_rs_rqst_layout(self.as_ptr(), reply, &mut raw) })?;
         // INVARIANT: the layout of this request's buffer, held for `'a`.
         Ok(XdrLayout {
