@@ -206,9 +206,12 @@ int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 			    u32 writelist);
 void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);
 void rpcrdma_rs_unpin(struct rpc_rqst *rqst);
-bool rpcrdma_rs_warn_ratelimit(void);
-bool rpcrdma_rs_conn_ratelimit(void);
-bool rpcrdma_rs_info_ratelimit(void);
+/* The rate-limit budgets of the module's log lines. */
+#define RPCRDMA_RS_BUDGET_FAULT 0
+#define RPCRDMA_RS_BUDGET_CONN 1
+#define RPCRDMA_RS_BUDGET_INFO 2
+#define RPCRDMA_RS_BUDGETS 3
+bool rpcrdma_rs_ratelimit(unsigned int budget);
 int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 			       u32 len);
 

@@ -618,28 +618,20 @@ void rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt, char *buf, size_t len)
 	rcu_read_unlock();
 }
 
-/* One warning per 5 seconds at most per burst of 10, module-wide. */
-static DEFINE_RATELIMIT_STATE(rpcrdma_rs_warn_rs, 5 * HZ, 10);
-
-bool rpcrdma_rs_warn_ratelimit(void)
-{
-	return __ratelimit(&rpcrdma_rs_warn_rs);
-}
-
 /*
- * Connection losses and informational lines each have a budget of their
- * own, so that a server flooding the client with bad replies cannot hide
- * the line saying the connection went.
+ * Ten lines per 5 seconds at most in each budget, module-wide: faults,
+ * connection losses and information each have their own, so that a
+ * server flooding the client with bad replies cannot hide the line saying
+ * the connection went.
  */
-static DEFINE_RATELIMIT_STATE(rpcrdma_rs_conn_rs, 5 * HZ, 10);
-static DEFINE_RATELIMIT_STATE(rpcrdma_rs_info_rs, 5 * HZ, 10);
+static struct ratelimit_state rpcrdma_rs_budgets[RPCRDMA_RS_BUDGETS] = {
+	[0 ... RPCRDMA_RS_BUDGETS - 1] =
+		RATELIMIT_STATE_INIT(rpcrdma_rs_budget, 5 * HZ, 10),
+};
 
-bool rpcrdma_rs_conn_ratelimit(void)
+bool rpcrdma_rs_ratelimit(unsigned int budget)
 {
-	return __ratelimit(&rpcrdma_rs_conn_rs);
-}
-
-bool rpcrdma_rs_info_ratelimit(void)
-{
-	return __ratelimit(&rpcrdma_rs_info_rs);
+	if (WARN_ON_ONCE(budget >= RPCRDMA_RS_BUDGETS))
+		return false;
+	return __ratelimit(&rpcrdma_rs_budgets[budget]);
 }

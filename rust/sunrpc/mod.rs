@@ -429,21 +429,25 @@ impl Drop for PinnedRqst {
     }
 }
 
-/// True if a rate-limited warning may be printed now.
-pub(crate) fn warn_ratelimit() -> bool {
-    // SAFETY: No precondition.
-    unsafe { bindings::rpcrdma_rs_warn_ratelimit() }
+/// The rate-limit budgets of the module's log lines: each kind has its
+/// own, so that a flood of one cannot hide another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Budget {
+    /// What a server did wrong.
+    Fault,
+    /// Connection losses and timeouts.
+    Conn,
+    /// Information: what may be no fault.
+    Info,
 }
 
-/// True if a rate-limited line about a lost connection may be printed
-/// now (a budget of its own: bad replies cannot use it up).
-pub(crate) fn conn_ratelimit() -> bool {
-    // SAFETY: No precondition.
-    unsafe { bindings::rpcrdma_rs_conn_ratelimit() }
-}
-
-/// True if a rate-limited informational line may be printed now.
-pub(crate) fn info_ratelimit() -> bool {
-    // SAFETY: No precondition.
-    unsafe { bindings::rpcrdma_rs_info_ratelimit() }
+/// True if a line of `budget` may be printed now.
+pub(crate) fn ratelimit(budget: Budget) -> bool {
+    let which = match budget {
+        Budget::Fault => bindings::RPCRDMA_RS_BUDGET_FAULT,
+        Budget::Conn => bindings::RPCRDMA_RS_BUDGET_CONN,
+        Budget::Info => bindings::RPCRDMA_RS_BUDGET_INFO,
+    };
+    // SAFETY: `which` is one of the budgets the helper has.
+    unsafe { bindings::rpcrdma_rs_ratelimit(which) }
 }

@@ -26,7 +26,7 @@ use crate::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
         MrHandler, Piece, QpCaps, Received, RecvBuf, SendBuf,
     },
-    sunrpc::{self, PinnedRqst, Rqst, XdrLayout, Xprt},
+    sunrpc::{self, Budget, PinnedRqst, Rqst, XdrLayout, Xprt},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -259,7 +259,7 @@ impl EpShared {
     /// that counted.
     fn lose(&self, why: Loss) -> bool {
         if self.live.swap(false, Ordering::AcqRel) {
-            if sunrpc::conn_ratelimit() {
+            if sunrpc::ratelimit(Budget::Conn) {
                 match why {
                     // The server may only be slow: not a loss yet.
                     Loss::Timeout => pr_notice!(
@@ -332,7 +332,7 @@ impl EpShared {
             Answer::Later => {}
             Answer::Duplicate(d) => {
                 self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
-                if sunrpc::warn_ratelimit() {
+                if sunrpc::ratelimit(Budget::Fault) {
                     pr_warn!(
                         "{}: duplicate reply dropped (xid {:#010x})\n",
                         self.xprt.peer(),
@@ -349,7 +349,7 @@ impl EpShared {
     /// names (once its memory is unreachable), and resets the connection.
     fn bad_reply(&self, rep: Received<Self>, xid: Option<u32>, what: core::fmt::Arguments<'_>) {
         self.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
-        if sunrpc::warn_ratelimit() {
+        if sunrpc::ratelimit(Budget::Fault) {
             match xid {
                 Some(xid) => pr_warn!("{}: {} (xid {:#010x})\n", self.xprt.peer(), what, xid),
                 None => pr_warn!("{}: {}\n", self.xprt.peer(), what),
@@ -381,7 +381,7 @@ impl EpShared {
                     _ => return self.repost(rep),
                 },
                 Err(e) => {
-                    if sunrpc::warn_ratelimit() {
+                    if sunrpc::ratelimit(Budget::Fault) {
                         pr_warn!("{}: backchannel Call dropped: {:?}\n", self.xprt.peer(), e);
                     }
                     self.connection_lost(Loss::Backchannel);
@@ -396,7 +396,7 @@ impl EpShared {
             // reply (a task ended by a signal or a soft timeout leaves the
             // queue before its reply comes), or one that names no Call of
             // ours. Information, as the first is no fault.
-            if sunrpc::info_ratelimit() {
+            if sunrpc::ratelimit(Budget::Info) {
                 pr_info!(
                     "{}: reply for unknown XID {:#010x}, dropped\n",
                     self.xprt.peer(),
@@ -413,7 +413,7 @@ impl EpShared {
             // and clamped, as C does, but said.
             if granted != credit && !self.grant_logged.load(Ordering::Relaxed) {
                 let said = if credit == 0 {
-                    sunrpc::warn_ratelimit() && {
+                    sunrpc::ratelimit(Budget::Fault) && {
                         pr_warn!(
                             "{}: server granted 0 credits; using {}\n",
                             self.xprt.peer(),
@@ -422,7 +422,7 @@ impl EpShared {
                         true
                     }
                 } else {
-                    sunrpc::info_ratelimit() && {
+                    sunrpc::ratelimit(Budget::Info) && {
                         pr_info!(
                             "{}: server granted {} credits; using {}\n",
                             self.xprt.peer(),
@@ -442,7 +442,7 @@ impl EpShared {
         }
         if let Some(e) = reply.rdma_error() {
             self.stats.rdma_errors.fetch_add(1, Ordering::Relaxed);
-            if sunrpc::warn_ratelimit() {
+            if sunrpc::ratelimit(Budget::Fault) {
                 pr_warn!(
                     "{}: RDMA_ERROR {:?} for xid {:#010x}\n",
                     self.xprt.peer(),
@@ -529,16 +529,9 @@ impl EpShared {
     /// (a DISCONNECTED may overtake it) is said on its own, as
     /// information.
     fn completion_failed(&self, what: &'static str, completion: &Completion) {
-        if !self.lose(Loss::completion(what, completion))
-            && !completion.is_flush()
-            && sunrpc::info_ratelimit()
-        {
-            pr_info!(
-                "{}: {} failed with completion status {}\n",
-                self.xprt.peer(),
-                what,
-                completion.status
-            );
+        let why = Loss::completion(what, completion);
+        if !self.lose(why) && !completion.is_flush() && sunrpc::ratelimit(Budget::Info) {
+            pr_info!("{}: {}\n", self.xprt.peer(), why);
         }
     }
 }
@@ -717,7 +710,7 @@ impl Endpoint {
         // Information: RFC 8797 private data is optional, and its defaults
         // serve.
         if let Some(why) = peer.and_then(private_data::absence) {
-            if sunrpc::info_ratelimit() {
+            if sunrpc::ratelimit(Budget::Info) {
                 pr_info!(
                     "{}: no RPC-over-RDMA private data from the server ({}); inline thresholds {}/{}\n",
                     xprt.peer(),
