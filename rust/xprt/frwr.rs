@@ -683,6 +683,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
     pub(crate) fn free_count(&self) -> usize {
         self.nfree
     }
+
+    /// Pages one region maps.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
 }
 
 /// The segments of one chunk of a record, as the header advertises them.

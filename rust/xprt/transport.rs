@@ -92,19 +92,21 @@ impl XprtState {
         );
         seq_print!(
             m,
-            "  credits_granted {}\n  credits_requested {}\n  mrs_free {}\n",
+            "  credits_granted {}\n  credits_requested {}\n  mrs_free {}\n  region_pages {}\n",
             ep.shared.credits.load(Ordering::Relaxed),
             ep.shared.max_requests.load(Ordering::Relaxed),
-            ep.shared.regions_free()
+            ep.shared.regions_free(),
+            ep.shared.region_pages()
         );
         let s = &self.stats;
         seq_print!(
             m,
-            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n  duplicate_replies {}\n",
+            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n  duplicate_replies {}\n  mr_waits {}\n",
             s.remote_invalidations.load(Ordering::Relaxed),
             s.rdma_errors.load(Ordering::Relaxed),
             s.bad_reply_count.load(Ordering::Relaxed),
-            s.duplicate_replies.load(Ordering::Relaxed)
+            s.duplicate_replies.load(Ordering::Relaxed),
+            s.mr_waits.load(Ordering::Relaxed)
         );
     }
 }

@@ -473,6 +473,11 @@ impl EpShared {
     pub(crate) fn regions_free(&self) -> usize {
         self.pool.lock().free_count()
     }
+
+    /// Pages one region maps on this connection's device, for the report.
+    pub(crate) fn region_pages(&self) -> usize {
+        self.pool.lock().depth()
+    }
 }
 
 impl CmHandler for EpShared {
@@ -830,6 +835,7 @@ impl Endpoint {
                 Err(e) => {
                     if e == EAGAIN {
                         // Regions come back as replies arrive.
+                        stats.mr_waits.fetch_add(1, Ordering::Relaxed);
                         shared.xprt.wait_for_buffer_space();
                     } else {
                         stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);

@@ -743,17 +743,29 @@ check_frwr() {
 	esac
 }
 
+# phase NAME: the time since the last phase (or the case's start) went to
+# NAME; case_done says where a case's time went.
+phase() {
+	local now=${EPOCHREALTIME/[.,]/} us
+	us=$((now - phase_at))
+	phase_at=$now
+	printf -v phases '%s %s %d.%d' "$phases" "$1" $((us / 1000000)) $((us / 100000 % 10))
+}
+
 # case_done NAME START: what the case's time went to, and its peer log.
 case_done() {
+	phase unmount
 	peer_case_end "$1"
 	elapsed "$2"
-	tap_diag "$1: $secs s"
+	tap_diag "$1: $secs s (${phases# })"
 }
 
 # run_case LINE
 run_case() {
 	local case_name io_kind want args check io sum secs start l last shown=0
+	local phases="" phase_at
 	start=${EPOCHREALTIME/[.,]/}
+	phase_at=$start
 	split_case "$1"
 	local name=$case_name
 	local why="" kind=${check%% *} arg=${check#* }
@@ -763,7 +775,8 @@ run_case() {
 	why="the mount failed"
 	if ! peer_ready "$name" "$args"; then
 		why="no peer took the case"
-	elif peer_mount; then
+	elif phase ready && peer_mount; then
+		phase mount
 		why=
 		if ! wait_until 10 peer_took_case "$name"; then
 			peer_last 3
@@ -795,9 +808,11 @@ run_case() {
 	mount_xprt && connects0=${xprt[4]}
 
 	local io_start=${EPOCHREALTIME/[.,]/}
+	phase connected
 	do_io "$io_kind"
 	elapsed "$io_start"
 	local io_secs=$secs
+	phase io
 	if [ "${check%% *}" = frwr ]; then
 		# The peer touches the old rkeys a moment after its Reply.
 		wait_until 30 peer_has '^frwr-after-reply ' || tap_diag "$name: no probe result from the peer"
@@ -876,9 +891,11 @@ run_case() {
 		tap_not_ok "$name: the client's account ($why)"
 	fi
 
+	phase checks
 	# The fault is over (a case's fault fires once, but for the credits
 	# cases, which still work): the mount must serve again.
 	again_io
+	phase again
 	if [ "$io" = ok ]; then
 		tap_ok "$name: the same mount works afterwards"
 	else
@@ -920,6 +937,7 @@ final_check() {
 	peer_umount
 }
 final_start=${EPOCHREALTIME/[.,]/}
+phases="" phase_at=$final_start
 tap_check "final: a well-behaved peer serves a new mount, both ways" final_check
 peer_umount
 case_done final "$final_start"

@@ -278,10 +278,6 @@ server_run() {
 	return "$rc"
 }
 
-# mountstats_field MNT N: field N (1-based, after "xprt: rdma") of the
-# mount's transport line, in the C transport's order: 3 connect_count,
-# 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,
-# 20 bad_reply_count, 25 local_inv_needed.
 # server_output VAR COMMAND: runs COMMAND in the server guest and sets VAR
 # to what it printed, also when it failed (what it said is then the
 # diagnosis); fails as it failed. (Not in a $(...) subshell: the command
@@ -300,6 +296,11 @@ server_rdma_stat() {
 	server_output "$1" "cat /proc/sys/sunrpc/svc_rdma/rdma_stat_$2"
 }
 
+# mountstats_field MNT N: field N (1-based, after "xprt: rdma") of the
+# mount's transport line, in the C transport's order: 3 connect_count,
+# 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,
+# 20 bad_reply_count, 24 mrs_allocated, 25 local_inv_needed,
+# 26 empty_sendctx_q.
 mountstats_field() {
 	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
 }

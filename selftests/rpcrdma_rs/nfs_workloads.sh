@@ -4,14 +4,16 @@
 # NFS workloads over RDMA: fio with verification (sequential 1 MiB and
 # random 4 KiB, direct and buffered), a tree of small files copied and
 # compared by checksum, a directory of 10,000 entries listed in full, the
-# chunk counters these leave behind. (Reconnects under I/O are
+# chunk counters these leave behind, checked against the server's own
+# (svcrdma's rdma_stat_read and rdma_stat_write). (Reconnects under I/O are
 # nfs_server_loss.sh's and nfs_teardown.sh's.)
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-tap_plan 16
+PLAN=17
+tap_plan $PLAN
 
 mnt=/mnt/nfs-work
 scratch=/mnt/scratch-work
@@ -70,12 +72,41 @@ list_big_dir() {
 
 positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
 
+# direct_reads_written_once DIR: 8 MiB read back in whole 1 MiB O_DIRECT
+# READs, each reply's data in a Write chunk. svcrdma counts an RDMA Write
+# (rdma_stat_write) for each segment it fills, and a READ's data fills
+# every segment offered, so while nothing else runs the server's Writes
+# and the client's Write segments are the same number, seen from both
+# ends; and nothing needs a Reply chunk. Both clients count a segment as
+# they encode it; no marshalling is retried when nothing else is in
+# flight.
+direct_reads_written_once() {
+	local f=$1/direct8m w0="" w1="" s0 s1 r0 r1 sum
+	head -c $((8 << 20)) /dev/urandom >"$scratch/direct8m" || return 1
+	sum=$(sha256sum <"$scratch/direct8m")
+	dd if="$scratch/direct8m" of="$f" bs=1M oflag=direct status=none || return 1
+	s0=$(mountstats_field "$mnt" 12)
+	r0=$(mountstats_field "$mnt" 13)
+	server_rdma_stat w0 write || return 1
+	[ "$(dd if="$f" bs=1M iflag=direct status=none | sha256sum)" = "$sum" ] || {
+		tap_diag "the data read back differs"
+		return 1
+	}
+	server_rdma_stat w1 write || return 1
+	s1=$(mountstats_field "$mnt" 12)
+	r1=$(mountstats_field "$mnt" 13)
+	rm -f "$f" "$scratch/direct8m"
+	tap_diag "server RDMA Writes $((w1 - w0)) = client Write segments $((s1 - s0))?" \
+		"Reply chunks $((r1 - r0))"
+	[ $((w1 - w0)) -gt 0 ] && [ $((w1 - w0)) = $((s1 - s0)) ] && [ "$r1" = "$r0" ]
+}
+
 # The server's count of RDMA Reads (svcrdma's rdma_stat_read, one per Read
 # segment it pulls) before this mount: nothing else uses the server.
 server_reads0=""
 server_rdma_stat server_reads0 read || server_reads0=""
 if ! tap_check "NFSv$VERS mount over rdma" nfs_mount "$VERS" "$mnt"; then
-	for i in $(seq 2 18); do tap_not_ok "case $i (not mounted)"; done
+	for i in $(seq 2 "$PLAN"); do tap_not_ok "case $i (not mounted)"; done
 	tap_exit
 fi
 dir=$mnt/work-$$
@@ -84,6 +115,8 @@ tap_check "fio sequential 1 MiB, O_DIRECT, verified" fio_verified seq-direct "$d
 tap_check "fio sequential 1 MiB, buffered, verified" fio_verified seq-buffered "$dir" write 1M 8M 0
 tap_check "fio random 4 KiB, O_DIRECT, verified" fio_verified rand-direct "$dir" randwrite 4k 512k 1
 tap_check "fio random 4 KiB, buffered, verified" fio_verified rand-buffered "$dir" randwrite 4k 512k 0
+tap_check "server RDMA Writes = client Write segments for 1 MiB O_DIRECT reads (rdma_stat_write)" \
+	direct_reads_written_once "$dir"
 tap_check "tree of 120 small files copied, checksums match" copy_tree "$dir"
 tap_check "directory of 10,000 entries listed completely" list_big_dir "$mnt"
 tap_diag "$(mount_xprt_line "$mnt")"
