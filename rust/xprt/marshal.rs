@@ -2,26 +2,273 @@
 
 //! Marshalling Calls and decoding Replies (the C `rpc_rdma.c`:
 //! `rpcrdma_marshal_req`, `rpcrdma_reply_handler`,
-//! `rpcrdma_complete_rqst`). Every wire decision is the protocol core's;
-//! what to do with the connection is `verbs.rs`'s.
+//! `rpcrdma_complete_rqst`).
+//!
+//! Sending, this file makes every decision about a Call: how it goes
+//! (inline, with a Read chunk, or as a Long Call) and how its Reply may
+//! come back, by the protocol core's planner; which memory is registered
+//! for its chunks; the transport header and the inline part written into
+//! the Send buffer; what is counted. Receiving, it says what a message
+//! is and what it does to its RPC, and completes the RPC. `verbs.rs`
+//! does what touches the connection: it supplies the Send buffer, takes
+//! the locks, registers the chunks through `frwr.rs`, posts, and decides
+//! what a failure does to the connection.
 
-use super::stats::Stats;
+use super::{
+    frwr::{Segments, MAX_SEGS},
+    stats::Stats,
+};
 use crate::{
     errno,
     proto::{
-        chunks::CallPlan,
-        header::{self, Body, DecodeLimits, Message, ReplyKind},
+        chunks::{self, CallLayout, CallPlan, ReplyLayout, ReplyPlan, Thresholds},
+        header::{self, Body, DecodeLimits, Message, ReadSegment, ReplyKind, Segment},
         RPCRDMA_VERSION,
     },
+    rdma::Piece,
     sunrpc::{PinnedRqst, Rqst, XdrLayout},
 };
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
+use kernel::{alloc::KVec, prelude::*};
+
+/// A Call planned, with the memory its chunks cover cut into page pieces
+/// ([`prepare`]); then encoded into a Send buffer once the pieces are
+/// registered ([`Prepared::encode`]), and counted once posted
+/// ([`Prepared::count`]).
+pub(crate) struct Prepared<'a> {
+    rqst: &'a Rqst<'a>,
+    xid: u32,
+    call: XdrLayout<'a>,
+    plan: chunks::Plan,
+    /// The credits the header asks for.
+    credit: u32,
+    /// For the Read chunk (or the Long Call's Position Zero Read chunk).
+    reads: KVec<Piece>,
+    /// For the Write chunk or the Reply chunk.
+    writes: KVec<Piece>,
+    /// What the last successful [`Prepared::encode`] advertised.
+    advertised: Advertised,
+}
+
+/// The chunk segments a header advertised, for the counters.
+#[derive(Clone, Copy, Default)]
+struct Advertised {
+    /// Segments in the Read list.
+    reads: usize,
+    /// Segments in the Write chunk or the Reply chunk.
+    writes: usize,
+    /// Bytes those segments cover.
+    write_bytes: u64,
+}
+
+/// Plans `rqst` and cuts what its chunks cover into page pieces; a
+/// backchannel reply (`bc_reply`) goes inline only and grants the server
+/// `bc_credits`, any other Call asks for `max_requests`. Allocates: call
+/// it before taking any lock.
+pub(crate) fn prepare<'a>(
+    rqst: &'a Rqst<'_>,
+    bc_reply: bool,
+    thresholds: &Thresholds,
+    max_requests: u32,
+    bc_credits: u32,
+) -> Result<Prepared<'a>> {
+    let xid = rqst.xid();
+    let call = rqst.layout(false)?;
+    // A backchannel reply expects no reply: no receive buffer.
+    let reply = if bc_reply {
+        None
+    } else {
+        Some(rqst.layout(true)?)
+    };
+    let (plan, credit) = match &reply {
+        // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
+        // would be keyed by the server's XID and never invalidated.
+        None => {
+            let plan = chunks::Plan {
+                call: CallPlan::Inline { len: call.len() },
+                reply: ReplyPlan::Inline,
+            };
+            (plan, bc_credits)
+        }
+        Some(reply) => {
+            let plan = chunks::plan(
+                &call_layout(&call),
+                &reply_layout(reply),
+                call.ddp_allowed(),
+                thresholds,
+            )
+            .map_err(|_| errno::emsgsize())?;
+            (plan, max_requests)
+        }
+    };
+
+    // What to register, cut into pages before taking any lock.
+    let mut reads = KVec::new();
+    match plan.call {
+        CallPlan::Inline { .. } => {}
+        CallPlan::ReadChunk(_) => call.cut_pages(&mut reads)?,
+        CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut reads)?,
+    }
+    let mut writes = KVec::new();
+    if let Some(reply) = &reply {
+        match plan.reply {
+            ReplyPlan::Inline => {}
+            ReplyPlan::WriteChunk(_) => reply.cut_pages(&mut writes)?,
+            ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut writes)?,
+        }
+    }
+    Ok(Prepared {
+        rqst,
+        xid,
+        call,
+        plan,
+        credit,
+        reads,
+        writes,
+        advertised: Advertised::default(),
+    })
+}
+
+impl Prepared<'_> {
+    /// The Call's XID, which its regions are registered under.
+    pub(crate) fn xid(&self) -> u32 {
+        self.xid
+    }
+
+    /// What to register: the pieces the server reads (the Read chunk),
+    /// and those it writes (the Write or Reply chunk). Both empty: the
+    /// Call has no chunk.
+    pub(crate) fn pieces(&self) -> (&[Piece], &[Piece]) {
+        (&self.reads, &self.writes)
+    }
+
+    /// Writes the transport header into `out` (the Send buffer, of which
+    /// the first `inline_send` bytes may be sent), advertising the
+    /// segments `registered` for [`Prepared::pieces`] (none if both were
+    /// empty), then the inline part of the Call; returns the bytes used.
+    pub(crate) fn encode(
+        &mut self,
+        out: &mut [u8],
+        inline_send: u32,
+        registered: Option<(Segments<'_>, Segments<'_>)>,
+    ) -> Result<usize> {
+        let position = match self.plan.call {
+            CallPlan::ReadChunk(r) => r.position,
+            _ => 0,
+        };
+        let mut read_list = [ReadSegment::default(); MAX_SEGS];
+        let mut written = [Segment::default(); MAX_SEGS];
+        let (mut reads, mut writes) = (0, 0);
+        if let Some((r, w)) = registered {
+            for (dst, seg) in read_list.iter_mut().zip(r) {
+                *dst = ReadSegment {
+                    position,
+                    segment: seg,
+                };
+                reads += 1;
+            }
+            for (dst, seg) in written.iter_mut().zip(w) {
+                *dst = seg;
+                writes += 1;
+            }
+        }
+        let read_list = read_list.get(..reads).unwrap_or(&[]);
+        let written = written.get(..writes).unwrap_or(&[]);
+        let write_chunk = [written];
+        let (write_list, reply_chunk): (&[&[Segment]], _) = match self.plan.reply {
+            ReplyPlan::WriteChunk(_) => (&write_chunk, None),
+            ReplyPlan::ReplyChunk { .. } => (&[], Some(written)),
+            ReplyPlan::Inline => (&[], None),
+        };
+        let msg = Message {
+            xid: self.xid,
+            credit: self.credit,
+            proc: self.plan.call.proc(),
+            read_list,
+            write_list,
+            reply_chunk,
+        };
+        let out = out.get_mut(..usize::try_from(inline_send)?).ok_or(EINVAL)?;
+        let used = marshal(out, self.rqst, &msg, &self.plan.call, &self.call)?;
+        self.advertised = Advertised {
+            reads: read_list.len(),
+            writes: written.len(),
+            write_bytes: written.iter().map(|s| u64::from(s.length)).sum(),
+        };
+        Ok(used)
+    }
+
+    /// Counts the Call as [`Prepared::encode`] wrote it, once it is posted.
+    pub(crate) fn count(&self, stats: &Stats) {
+        let n = |len: usize| u64::try_from(len).unwrap_or(0);
+        let Advertised {
+            reads,
+            writes,
+            write_bytes,
+        } = self.advertised;
+        stats
+            .read_chunk_count
+            .fetch_add(n(reads), Ordering::Relaxed);
+        match self.plan.reply {
+            ReplyPlan::WriteChunk(_) => {
+                stats
+                    .write_chunk_count
+                    .fetch_add(n(writes), Ordering::Relaxed);
+            }
+            ReplyPlan::ReplyChunk { .. } => {
+                stats
+                    .reply_chunk_count
+                    .fetch_add(n(writes), Ordering::Relaxed);
+            }
+            ReplyPlan::Inline => {}
+        }
+        stats
+            .total_rdma_request
+            .fetch_add(write_bytes, Ordering::Relaxed);
+        match self.plan.call {
+            CallPlan::LongCall { .. } => {
+                stats.nomsg_call_count.fetch_add(1, Ordering::Relaxed);
+            }
+            CallPlan::Inline { .. } => {
+                stats.pullup_copy_count.fetch_add(1, Ordering::Relaxed);
+            }
+            CallPlan::ReadChunk(_) => {}
+        }
+    }
+}
+
+fn call_layout(l: &XdrLayout<'_>) -> CallLayout {
+    CallLayout {
+        head_len: l.head_len(),
+        page_base: l.page_base(),
+        page_len: l.page_len(),
+        tail_len: l.tail_len(),
+        ddp_write: l.ddp(),
+    }
+}
+
+fn reply_layout(l: &XdrLayout<'_>) -> ReplyLayout {
+    ReplyLayout {
+        buflen: l.buflen(),
+        head_len: l.head_len(),
+        page_len: l.page_len(),
+        tail_len: l.tail_len(),
+        ddp_read: l.ddp(),
+    }
+}
+
+/// Head, page data and tail of a buffer, as page pieces (a Long Call's
+/// Position Zero Read chunk, or a Reply chunk).
+fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
+    l.cut_head(out)?;
+    l.cut_pages(out)?;
+    l.cut_tail(out)
+}
 
 /// Writes the transport header `msg` into `out` (the Send buffer, cut to
 /// the inline threshold), then the part of the Call that goes inline by
 /// `plan`; returns the bytes used.
-pub(crate) fn marshal(
+fn marshal(
     out: &mut [u8],
     rqst: &Rqst<'_>,
     msg: &Message<'_>,

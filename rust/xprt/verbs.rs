@@ -3,9 +3,11 @@
 //! One connection of a transport (the C `verbs.c`: `rpcrdma_ep`,
 //! `rpcrdma_xprt_connect`, `rpcrdma_xprt_disconnect`, the Send and Receive
 //! buffers): its connection manager identifier, queue pair, pre-posted
-//! Receives and Send buffers, what was negotiated with the peer, and the
-//! handlers that apply `marshal.rs`'s decisions and `frwr.rs`'s rules to
-//! what the queues report.
+//! Receives and Send buffers, what was negotiated with the peer; the send
+//! path, which registers the chunks `marshal.rs` plans (through
+//! `frwr.rs`) and posts the Send `marshal.rs` encodes; and the handlers
+//! that apply `marshal.rs`'s decisions and `frwr.rs`'s rules to what the
+//! queues report.
 
 use super::{
     connect::{requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
@@ -17,16 +19,15 @@ use super::{
 use crate::{
     errno,
     proto::{
-        chunks::{self, CallLayout, CallPlan, ReplyLayout, ReplyPlan, Thresholds},
+        chunks::Thresholds,
         credits::Credits,
-        header::{Message, ReadSegment, Segment},
         private_data::{self, Negotiated},
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
-        MrHandler, Piece, QpCaps, Received, RecvBuf, SendBuf,
+        MrHandler, QpCaps, Received, RecvBuf, SendBuf,
     },
-    sunrpc::{self, Budget, PinnedRqst, Rqst, XdrLayout, Xprt},
+    sunrpc::{self, Budget, PinnedRqst, Rqst, Xprt},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -767,7 +768,8 @@ impl Endpoint {
     }
 
     /// Marshals `rqst` into the Send buffer in `slot` and posts it, which
-    /// takes it out of `slot`.
+    /// takes it out of `slot`: `marshal.rs` plans and encodes the Call,
+    /// this registers its chunks and posts.
     fn post_one(
         &mut self,
         slot: &mut Option<SendBuf<EpShared>>,
@@ -775,51 +777,13 @@ impl Endpoint {
         bc_reply: bool,
     ) -> Result {
         let shared = self.shared.clone();
-        let xid = rqst.xid();
-        let call = rqst.layout(false)?;
-        // A backchannel reply expects no reply: no receive buffer.
-        let reply = if bc_reply {
-            None
-        } else {
-            Some(rqst.layout(true)?)
-        };
-        let (plan, credit) = match &reply {
-            // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
-            // would be keyed by the server's XID and never invalidated.
-            None => {
-                let plan = chunks::Plan {
-                    call: CallPlan::Inline { len: call.len() },
-                    reply: ReplyPlan::Inline,
-                };
-                (plan, BC_CREDITS)
-            }
-            Some(reply) => {
-                let plan = chunks::plan(
-                    &call_layout(&call),
-                    &reply_layout(reply),
-                    call.ddp_allowed(),
-                    &self.thresholds,
-                )
-                .map_err(|_| errno::emsgsize())?;
-                (plan, shared.max_requests.load(Ordering::Relaxed))
-            }
-        };
-
-        // What to register, cut into pages before taking any lock.
-        let mut read_pieces = KVec::new();
-        match plan.call {
-            CallPlan::Inline { .. } => {}
-            CallPlan::ReadChunk(_) => call.cut_pages(&mut read_pieces)?,
-            CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut read_pieces)?,
-        }
-        let mut write_pieces = KVec::new();
-        if let Some(reply) = &reply {
-            match plan.reply {
-                ReplyPlan::Inline => {}
-                ReplyPlan::WriteChunk(_) => reply.cut_pages(&mut write_pieces)?,
-                ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut write_pieces)?,
-            }
-        }
+        let mut prepared = marshal::prepare(
+            rqst,
+            bc_reply,
+            &self.thresholds,
+            shared.max_requests.load(Ordering::Relaxed),
+            BC_CREDITS,
+        )?;
 
         let stats = &shared.stats;
         let gate = shared.gate.lock();
@@ -827,10 +791,11 @@ impl Endpoint {
             return Err(errno::enotconn());
         }
         let mut pool = shared.pool.lock();
+        let (read_pieces, write_pieces) = prepared.pieces();
         let rec = if read_pieces.is_empty() && write_pieces.is_empty() {
             None
         } else {
-            match pool.register(xid, &read_pieces, &write_pieces) {
+            match pool.register(prepared.xid(), read_pieces, write_pieces) {
                 Ok(rec) => Some(rec),
                 Err(e) => {
                     if e == EAGAIN {
@@ -845,48 +810,10 @@ impl Endpoint {
             }
         };
 
-        let position = match plan.call {
-            CallPlan::ReadChunk(r) => r.position,
-            _ => 0,
-        };
-        let mut read_list = [ReadSegment::default(); MAX_SEGS];
-        let mut written = [Segment::default(); MAX_SEGS];
-        let (mut reads, mut writes) = (0, 0);
-        if let Some(rec) = rec {
-            let (r, w) = pool.segments(rec);
-            for (dst, seg) in read_list.iter_mut().zip(r) {
-                *dst = ReadSegment {
-                    position,
-                    segment: seg,
-                };
-                reads += 1;
-            }
-            for (dst, seg) in written.iter_mut().zip(w) {
-                *dst = seg;
-                writes += 1;
-            }
-        }
-        let read_list = read_list.get(..reads).unwrap_or(&[]);
-        let written = written.get(..writes).unwrap_or(&[]);
-        let write_chunk = [written];
-        let (write_list, reply_chunk): (&[&[Segment]], _) = match plan.reply {
-            ReplyPlan::WriteChunk(_) => (&write_chunk, None),
-            ReplyPlan::ReplyChunk { .. } => (&[], Some(written)),
-            ReplyPlan::Inline => (&[], None),
-        };
-        let msg = Message {
-            xid,
-            credit,
-            proc: plan.call.proc(),
-            read_list,
-            write_list,
-            reply_chunk,
-        };
-        let inline_send = usize::try_from(self.negotiated.inline_send)?;
+        let inline_send = self.negotiated.inline_send;
         let filled = match slot.as_mut() {
             Some(buf) => buf.fill_with(|out| {
-                let out = out.get_mut(..inline_send).ok_or(EINVAL)?;
-                marshal::marshal(out, rqst, &msg, &plan.call, &call)
+                prepared.encode(out, inline_send, rec.map(|rec| pool.segments(rec)))
             }),
             None => Err(EINVAL),
         };
@@ -911,7 +838,7 @@ impl Endpoint {
         }
         drop(pool);
         drop(gate);
-        count_chunks(stats, &plan, read_list, written);
+        prepared.count(stats);
 
         // The buffer belongs to the QP until its completion hands it back.
         let buf = slot.take().ok_or(EINVAL)?;
@@ -969,63 +896,4 @@ impl Drop for Endpoint {
         // Deregistering sleeps: outside the locks.
         drop(regions);
     }
-}
-
-fn count_chunks(stats: &Stats, plan: &chunks::Plan, reads: &[ReadSegment], written: &[Segment]) {
-    let n = |len: usize| u64::try_from(len).unwrap_or(0);
-    let bytes = written.iter().map(|s| u64::from(s.length)).sum::<u64>();
-    stats
-        .read_chunk_count
-        .fetch_add(n(reads.len()), Ordering::Relaxed);
-    match plan.reply {
-        ReplyPlan::WriteChunk(_) => {
-            stats
-                .write_chunk_count
-                .fetch_add(n(written.len()), Ordering::Relaxed);
-        }
-        ReplyPlan::ReplyChunk { .. } => {
-            stats
-                .reply_chunk_count
-                .fetch_add(n(written.len()), Ordering::Relaxed);
-        }
-        ReplyPlan::Inline => {}
-    }
-    stats.total_rdma_request.fetch_add(bytes, Ordering::Relaxed);
-    match plan.call {
-        CallPlan::LongCall { .. } => {
-            stats.nomsg_call_count.fetch_add(1, Ordering::Relaxed);
-        }
-        CallPlan::Inline { .. } => {
-            stats.pullup_copy_count.fetch_add(1, Ordering::Relaxed);
-        }
-        CallPlan::ReadChunk(_) => {}
-    }
-}
-
-fn call_layout(l: &XdrLayout<'_>) -> CallLayout {
-    CallLayout {
-        head_len: l.head_len(),
-        page_base: l.page_base(),
-        page_len: l.page_len(),
-        tail_len: l.tail_len(),
-        ddp_write: l.ddp(),
-    }
-}
-
-fn reply_layout(l: &XdrLayout<'_>) -> ReplyLayout {
-    ReplyLayout {
-        buflen: l.buflen(),
-        head_len: l.head_len(),
-        page_len: l.page_len(),
-        tail_len: l.tail_len(),
-        ddp_read: l.ddp(),
-    }
-}
-
-/// Head, page data and tail of a buffer, as page pieces (a Long Call's
-/// Position Zero Read chunk, or a Reply chunk).
-fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
-    l.cut_head(out)?;
-    l.cut_pages(out)?;
-    l.cut_tail(out)
 }
