@@ -154,24 +154,29 @@ rs_transports() {
 		END { print n + 0, c + 0, f + 0 }' "$xprts" 2>/dev/null
 }
 
-# rs_pool_ran_dry: with regions of fewer than 128 pages a 1 MiB RPC needs
-# more than two regions, so 128 of them need more than the 256 a
-# connection has: the load (256 1 MiB RPCs in flight per mount) must have
-# made Sends wait for regions. Regions of 128 pages or more (siw maps 1 MiB
-# in one) cannot run out before the credits do: said, and skipped.
+# rs_pool_ran_dry: an RPC of the NFSv3 mount's wsize needs
+# ceil(wsize pages / region pages) regions; where that is more than two,
+# 128 of them need more than the 256 a connection has, and the load (32
+# 1 MiB writes and 256 4 KiB ones in flight per mount) must have made
+# Sends wait for regions. Where it is not (siw maps 1 MiB in one region),
+# the credits run out first: said, and skipped.
 rs_pool_ran_dry() {
-	local pages waits
+	local pages waits wsize need
 	read -r pages waits < <(awk -v a="xprt $SERVER_IP4" '
 		/^xprt / { cur = ($0 == a); next }
 		!cur { next }
 		$1 == "region_pages" && $2 > p { p = $2 }
 		$1 == "mr_waits" { w += $2 }
 		END { print p + 0, w + 0 }' "$xprts" 2>/dev/null)
-	tap_diag "regions of ${pages:-?} pages; Sends that waited for regions: ${waits:-?};" \
+	wsize=$(awk -v m="$mnt3" '$2 == m { if (match($4, /wsize=[0-9]+/)) print substr($4, RSTART + 6, RLENGTH - 6) }' /proc/mounts)
+	tap_diag "wsize ${wsize:-?}; regions of ${pages:-?} pages; Sends that waited for regions: ${waits:-?};" \
 		"Sends that waited for a Send buffer: $(mountstats_field "$mnt3" 26) (NFSv3 mount)"
-	if [ "${pages:-0}" -ge 128 ]; then
-		tap_skip "$D_RS_MR_WAITS" "regions of $pages pages: 128 RPCs of 1 MiB need at most 256 regions, the whole pool, so the credits run out first"
-		return 0
+	if [ "${pages:-0}" -gt 0 ] && [ "${wsize:-0}" -gt 0 ]; then
+		need=$(((wsize / 4096 + pages - 1) / pages))
+		if [ "$need" -le 2 ]; then
+			tap_skip "$D_RS_MR_WAITS" "an RPC of $wsize bytes takes $need regions of $pages pages: 128 of them fit in the pool of 256, so the credits run out first"
+			return 0
+		fi
 	fi
 	tap_check "$D_RS_MR_WAITS" [ "${waits:-0}" -gt 0 ]
 }
