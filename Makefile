@@ -4,8 +4,8 @@
 # default KDIR is the test kernel scripts/build-kernel.sh keeps in the cache.
 #
 # RPCRDMA_RS_TEST_HOOKS=y compiles in the test hooks as well: the debugfs
-# connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect),
-# which the selftests drive.  scripts/build-module.sh sets it for the test
+# connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect)
+# and the ignore_peer_private module parameter, which the selftests drive.  scripts/build-module.sh sets it for the test
 # guests; a plain `make` builds the module without them, as users should.
 # Switching it rebuilds the crate (kbuild compares the rustc command line).
 

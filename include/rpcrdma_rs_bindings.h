@@ -11,3 +11,4 @@
 #include <linux/sunrpc/rpc_rdma.h>
 
 #include "rpcrdma_rs_helpers.h"
+#include "rpcrdma_rs_params.h"

@@ -12,8 +12,6 @@
  * Limits shared by the C glue and the Rust transport (bindgen passes
  * these to Rust): each is defined here only.
  */
-/* Slot table entries, and the credits asked of the server (C: max_reqs). */
-#define RPCRDMA_RS_MAX_REQUESTS		128
 /* Backchannel requests the server may have outstanding (C: 32 >> 1). */
 #define RPCRDMA_RS_BC_SLOTS		16
 /* Memory regions per connection. */
@@ -173,6 +171,7 @@ void rpcrdma_rs_xprt_window(struct rpc_xprt *xprt, u32 *cong, u32 *cwnd);
 size_t rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
 			    struct __kernel_sockaddr_storage *out);
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt);
+unsigned int rpcrdma_rs_xprt_max_reqs(const struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt, char *buf, size_t len);
 u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst);
 u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst);

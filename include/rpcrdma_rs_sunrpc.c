@@ -26,6 +26,7 @@
 
 #include "rpcrdma_rs_helpers.h"
 #include "rpcrdma_rs_ops.h"
+#include "rpcrdma_rs_params.h"
 #include "rpcrdma_rs_sunrpc.h"
 
 /* As the C transport: 60 second timeout, no retries. */
@@ -448,8 +449,13 @@ static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 	if (!try_module_get(THIS_MODULE))
 		return ERR_PTR(-EIO);
 
+	/*
+	 * The slot table size is read once, here, as C's xprt_setup_rdma
+	 * does: it is this transport's max_reqs from now on, which its
+	 * connections size their credits and buffers by.
+	 */
 	xprt = xprt_alloc(args->net, sizeof(*r), 2,
-			  RPCRDMA_RS_MAX_REQUESTS);
+			  rpcrdma_rs_param_slot_table_entries());
 	if (!xprt) {
 		module_put(THIS_MODULE);
 		return ERR_PTR(-ENOMEM);
@@ -600,6 +606,12 @@ size_t rpcrdma_rs_xprt_addr(const struct rpc_xprt *xprt,
 struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt)
 {
 	return xprt->xprt_net;
+}
+
+/* Set by xprt_alloc in setup and never changed. */
+unsigned int rpcrdma_rs_xprt_max_reqs(const struct rpc_xprt *xprt)
+{
+	return xprt->max_reqs;
 }
 
 /*

@@ -235,11 +235,13 @@ pub fn absence(buf: &[u8]) -> Option<Absence> {
 /// Our side's settings for a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LocalSettings {
-    /// Largest Send we can post, in bytes (C: `xprt_rdma_max_inline_write`,
-    /// the `rdma_max_inline_write` sysctl, 1 KiB to 64 KiB).
+    /// Largest Send we can post, in bytes: the kernel module's
+    /// `max_inline_write` parameter (C: `xprt_rdma_max_inline_write`, the
+    /// `rdma_max_inline_write` sysctl), 1 KiB to 64 KiB, not necessarily a
+    /// multiple of 1 KiB.
     pub send_size: u32,
-    /// Size of our posted Receive buffers, in bytes
-    /// (C: `xprt_rdma_max_inline_read`).
+    /// Size of our posted Receive buffers, in bytes: `max_inline_read`
+    /// (C: `xprt_rdma_max_inline_read`), likewise.
     pub recv_size: u32,
     /// Whether we accept Send With Invalidate (the C client always does).
     pub remote_invalidation: bool,
@@ -293,7 +295,12 @@ pub struct Negotiated {
 ///   the flag only as information.
 ///
 /// Our own sizes are used as given, like C does with the sysctl values
-/// (which the sysctl keeps between 1 KiB and 64 KiB).
+/// (which the sysctl keeps between 1 KiB and 64 KiB), also when they are
+/// not a multiple of 1 KiB: the private data we send says them rounded
+/// down to whole KiB ([`encode_size`], which for these sizes is C's
+/// `(size >> 10) - 1`), while our thresholds are at most the exact sizes.
+/// So with a receive size of 1500 we advertise 1024, and take replies of up
+/// to 1500 bytes (if the peer's send size allows) to come inline.
 pub fn negotiate(local: &LocalSettings, peer_buf: Option<&[u8]>) -> Negotiated {
     let peer = peer_buf.and_then(find).map(|(_, pd)| pd);
     let (peer_send, peer_recv, peer_rinv) = match &peer {

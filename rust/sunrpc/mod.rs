@@ -4,9 +4,10 @@
 //! transport instance (`struct rpc_xprt`) and its requests (`struct
 //! rpc_rqst`) here; in [`transport`], the operations sunrpc calls on an
 //! instance, the C entry points that call them, and the class
-//! registration. The class, its ops table and the field-level glue are C
-//! (`include/rpcrdma_rs_sunrpc.c`).
+//! registration; in [`params`], the module parameters. The class, its ops
+//! table and the field-level glue are C (`include/rpcrdma_rs_sunrpc.c`).
 
+pub(crate) mod params;
 mod transport;
 
 use crate::{
@@ -18,8 +19,6 @@ use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
 
 pub(crate) use transport::{class_ops, Adapter, ClassOps, ClassRegistration, XprtOps, XprtStats};
 
-/// Slot table entries, and the credits asked of the server.
-pub(crate) const MAX_REQUESTS: u32 = bindings::RPCRDMA_RS_MAX_REQUESTS;
 /// Backchannel requests the server may have outstanding.
 pub(crate) const BC_SLOTS: u32 = bindings::RPCRDMA_RS_BC_SLOTS;
 /// Memory regions per connection.
@@ -123,6 +122,14 @@ impl Xprt {
         // SAFETY: `raw` is live (type invariant), and holds a reference on
         // its namespace for as long as it is.
         unsafe { NetNs::from_raw(bindings::rpcrdma_rs_xprt_net(self.as_ptr())) }
+    }
+
+    /// The transport's slot table size (`max_reqs`): the
+    /// `slot_table_entries` parameter when it was set up, fixed for its
+    /// life.
+    pub(crate) fn max_reqs(&self) -> u32 {
+        // SAFETY: `raw` is live (type invariant).
+        unsafe { bindings::rpcrdma_rs_xprt_max_reqs(self.as_ptr()) }
     }
 
     /// The server's address as text, copied: sysfs may replace the xprt's

@@ -3,14 +3,15 @@
 //! Connection set-up through the RDMA connection manager (the C
 //! `verbs.c`: `rpcrdma_create_id`, `rpcrdma_ep_create`,
 //! `rpcrdma_xprt_connect`): what this requester offers in its RFC 8797
-//! private data, its connection parameters, and the connection manager's
-//! events as a connecting thread waits for them. `verbs.rs` builds the
-//! transport's connections with them.
+//! private data (from the module parameters), its connection parameters,
+//! and the connection manager's events as a connecting thread waits for
+//! them. `verbs.rs` builds the transport's connections with them.
 
 use crate::{
     errno,
     proto::private_data::LocalSettings,
     rdma::{CmEvent, CmEventKind, CmHandler, ConnParam},
+    sunrpc::params,
 };
 use kernel::{
     new_condvar, new_mutex,
@@ -19,12 +20,22 @@ use kernel::{
     time::msecs_to_jiffies,
 };
 
-/// What this requester offers (the C client's defaults, RPCRDMA_DEF_INLINE).
-pub(crate) const LOCAL: LocalSettings = LocalSettings {
-    send_size: 4096,
-    recv_size: 4096,
-    remote_invalidation: true,
-};
+/// What a new connection offers, read once for it from the module
+/// parameters, as C's `rpcrdma_ep_create` reads its sysctls: a change
+/// applies from the next connection on. The sizes are used as they are,
+/// also when not a multiple of 1024, as C does: the private data says
+/// them rounded down to whole KiB (`private_data::encode_size`), and
+/// this side's thresholds are at most the exact values
+/// (`private_data::negotiate`).
+pub(crate) fn local() -> LocalSettings {
+    LocalSettings {
+        send_size: params::max_inline_write(),
+        recv_size: params::max_inline_read(),
+        // The C client always accepts Send With Invalidate.
+        remote_invalidation: true,
+    }
+}
+
 /// Address and route resolution time limit (C: RDMA_RESOLVE_TIMEOUT).
 pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// How long to wait for each connection manager event.

@@ -43,7 +43,11 @@ use crate::{
     rdma::{Mapped, Mr, MrHandler, Piece, RemoteInvalidation},
     sunrpc,
 };
-use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
+use kernel::{
+    alloc::{KVVec, KVec},
+    page::PAGE_SIZE,
+    prelude::*,
+};
 
 /// Most segments in one chunk (C: `RPCRDMA_MAX_HDR_SEGS`).
 pub(crate) const MAX_SEGS: usize = sunrpc::MAX_SEGS as usize;
@@ -155,8 +159,11 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     /// `free[..nfree]`: the idle regions, as a stack.
     free: KVec<u32>,
     nfree: usize,
-    owner: KVec<Option<u16>>,
-    records: KVec<Option<Record<P>>>,
+    /// The slot of the record holding each region, by index.
+    owner: KVec<Option<u32>>,
+    /// One per RPC that may hold regions: up to the largest slot table,
+    /// too many for one kmalloc.
+    records: KVVec<Option<Record<P>>>,
     /// Pages one region maps.
     depth: usize,
 }
@@ -169,7 +176,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             free: KVec::new(),
             nfree: 0,
             owner: KVec::new(),
-            records: KVec::new(),
+            records: KVVec::new(),
             depth: 1,
         }
     }
@@ -192,11 +199,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             owner.push(None, GFP_KERNEL)?;
             maps.push(None, GFP_KERNEL)?;
         }
-        let mut records = KVec::with_capacity(rpcs, GFP_KERNEL)?;
+        // `owner` names every slot.
+        u32::try_from(rpcs).map_err(|_| EINVAL)?;
+        let mut records = KVVec::with_capacity(rpcs, GFP_KERNEL)?;
         for _ in 0..rpcs {
             records.push(None, GFP_KERNEL)?;
         }
-        u16::try_from(rpcs).map_err(|_| EINVAL)?;
         // INVARIANT: every region is free and unmapped, no record exists.
         Ok(Self {
             mrs,
@@ -348,7 +356,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
                     rec.count += 1;
                     rec.left += 1;
                     if let Some(o) = self.owner.get_mut(i) {
-                        *o = u16::try_from(slot).ok();
+                        *o = u32::try_from(slot).ok();
                     }
                     if let Some(map) = self.maps.get_mut(i) {
                         *map = Some(m);
@@ -619,7 +627,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             .get(index as usize)
             .copied()
             .flatten()
-            .map(usize::from)
+            .and_then(|slot| usize::try_from(slot).ok())
         else {
             return Invalidated::Stale;
         };
@@ -652,7 +660,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// frees them all; returns the actions still waiting, to be dropped
     /// (their RPCs are retransmitted) outside the lock. The marks of
     /// answered RPCs go too: no reply can come on this connection.
-    pub(crate) fn release_drained(&mut self, out: &mut KVec<P>) {
+    pub(crate) fn release_drained(&mut self, out: &mut KVVec<P>) {
         for slot in 0..self.records.len() {
             if let Some(mut rec) = self.take_record(slot) {
                 if let Some(then) = rec.then.take() {
@@ -677,6 +685,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
         self.owner = KVec::new();
         self.maps = KVec::new();
         core::mem::replace(&mut self.mrs, KVec::new())
+    }
+
+    /// How many RPCs may hold records at once.
+    pub(crate) fn records(&self) -> usize {
+        self.records.len()
     }
 
     /// Regions currently on the free list.

@@ -14,7 +14,6 @@ mod ib_client;
 mod marshal;
 #[cfg(rpcrdma_rs_test_hooks)]
 mod probe;
-mod settings;
 mod stats;
 mod transport;
 mod verbs;
@@ -37,7 +36,6 @@ pub(crate) use transport::XprtState;
 pub(crate) struct Transport {
     _class: sunrpc::ClassRegistration<XprtState>,
     _xprts_file: Pin<KBox<debugfs::File<Registry>>>,
-    _settings_file: Pin<KBox<debugfs::File<settings::SettingsFile>>>,
     #[cfg(rpcrdma_rs_test_hooks)]
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
@@ -60,15 +58,12 @@ impl Transport {
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
         #[cfg(rpcrdma_rs_test_hooks)]
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
-        let settings = Arc::new(settings::SettingsFile, GFP_KERNEL)?;
-        let settings_file = debugfs::File::new(c_str!("settings"), &debugfs, settings)?;
         // The harness takes this file as the sign that the class exists.
         let xprts_file = debugfs::File::new(c_str!("xprts"), &debugfs, registry.clone())?;
         let class = sunrpc::ClassRegistration::new(registry)?;
         Ok(Self {
             _class: class,
             _xprts_file: xprts_file,
-            _settings_file: settings_file,
             #[cfg(rpcrdma_rs_test_hooks)]
             _connect_file: connect_file,
             _devices_file: devices_file,

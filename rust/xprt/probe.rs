@@ -10,27 +10,28 @@
 //! and QP, connects with its private data, reads the peer's, negotiates the
 //! inline thresholds, sends an NFSv3 NULL call, and disconnects, all with
 //! `connect.rs`'s parameters and event handling but none of the
-//! transport's state. `ADDRESS PORT vers2` sends the call with transport
+//! transport's state: it offers the inline sizes of the module parameters
+//! and asks for `slot_table_entries` credits, as a new transport's first
+//! connection would. `ADDRESS PORT vers2` sends the call with transport
 //! version 2, which a version 1 responder must refuse with RDMA_ERROR
 //! ERR_VERS (RFC 8166 section 5.3.4): the one way to make a well-behaved
 //! server send an RDMA_ERROR. `selftests/rpcrdma_rs/connect_probe.sh` and
 //! the wire corpus capture (`scripts/make-wire-corpus.sh`) drive it.
 
-use super::connect::{
-    self, requester_params, ConnEvents, LOCAL, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS,
-};
+use super::connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS};
 use crate::{
     debugfs::{self, seq_print, SeqFile},
     errno,
     proto::{
         header::{self, Body, DecodeLimits, Message, MsgProc, RdmaError},
-        private_data::{self, Negotiated, PrivateData},
+        private_data::{self, LocalSettings, Negotiated, PrivateData},
         xdr::{XdrReader, XdrWriter},
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, QpCaps, Received,
         RecvBuf, SendBuf, SockAddr,
     },
+    sunrpc::params,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -40,8 +41,6 @@ use kernel::{
     sync::{Arc, CondVar, Mutex},
 };
 
-/// Credits asked of the server (C: the default slot table size).
-const CREDITS_REQUESTED: u32 = crate::sunrpc::MAX_REQUESTS;
 /// How much of a received message the report keeps.
 const MAX_REPLY_KEPT: usize = 128;
 /// RPC: NFS program, version 3, procedure NULL (RFC 1813), AUTH_NONE.
@@ -139,11 +138,12 @@ enum Answer {
     VersionRefused { low: u32, high: u32 },
 }
 
-/// Encodes an RDMA_MSG carrying an NFSv3 NULL call into `out`.
-fn encode_null_call(out: &mut [u8], xid: u32) -> Result<usize> {
+/// Encodes an RDMA_MSG carrying an NFSv3 NULL call, asking for `credit`
+/// credits, into `out`.
+fn encode_null_call(out: &mut [u8], xid: u32, credit: u32) -> Result<usize> {
     let hdr = Message {
         xid,
-        credit: CREDITS_REQUESTED,
+        credit,
         proc: MsgProc::Msg,
         read_list: &[],
         write_list: &[],
@@ -223,6 +223,8 @@ enum Outcome {
 struct Report {
     peer: CString,
     device: Option<CString>,
+    /// What the attempt offers, read once from the module parameters.
+    local: LocalSettings,
     sent: PrivateData,
     peer_private: [u8; MAX_PEER_PRIVATE],
     peer_private_len: usize,
@@ -235,10 +237,12 @@ struct Report {
 /// call (with transport version 2 if `bad_version`) and checks its reply,
 /// and disconnects.
 fn connect_once(addr: &str, port: &str, bad_version: bool) -> Result<Report> {
+    let local = connect::local();
     let mut report = Report {
         peer: CString::try_from_fmt(fmt!("{} {}", addr, port))?,
         device: None,
-        sent: LOCAL.private_data(),
+        local,
+        sent: local.private_data(),
         peer_private: [0; MAX_PEER_PRIVATE],
         peer_private_len: 0,
         negotiated: None,
@@ -315,7 +319,8 @@ fn exchange(
     stage: &mut &'static str,
     bad_version: bool,
 ) -> Result {
-    let size = usize::try_from(LOCAL.recv_size).map_err(|_| EINVAL)?;
+    let local = report.local;
+    let size = usize::try_from(local.recv_size).map_err(|_| EINVAL)?;
     let recv = RecvBuf::new(id.qp()?, size, events.clone())?;
     let mut send = SendBuf::new(id.qp()?, size, events.clone())?;
     let responder_resources = id
@@ -334,12 +339,12 @@ fn exchange(
         events.conn.await_event(CmEventKind::Established)?;
         (report.peer_private, report.peer_private_len) = events.conn.peer_private();
         let peer = report.peer_private.get(..report.peer_private_len);
-        report.negotiated = Some(private_data::negotiate(&LOCAL, peer));
+        report.negotiated = Some(private_data::negotiate(&local, peer));
 
         *stage = "sending an NFSv3 NULL call";
         let xid = NEXT_XID.fetch_add(1, Ordering::Relaxed);
         let mut call = [0u8; 128];
-        let len = encode_null_call(&mut call, xid)?;
+        let len = encode_null_call(&mut call, xid, params::slot_table_entries())?;
         if bad_version {
             // rdma_vers, the header's second word.
             call.get_mut(4..8)

@@ -10,10 +10,9 @@
 //! queues report.
 
 use super::{
-    connect::{requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
+    connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
     frwr::{Answer, Gate, Invalidated, MrPool, MAX_DATA_PAGES, MAX_SEGS},
     marshal::{self, Incoming, Outcome},
-    settings,
     stats::Stats,
 };
 use crate::{
@@ -27,11 +26,11 @@ use crate::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
         MrHandler, QpCaps, Received, RecvBuf, SendBuf,
     },
-    sunrpc::{self, Budget, PinnedRqst, Rqst, Xprt},
+    sunrpc::{self, params, Budget, PinnedRqst, Rqst, Xprt},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
-    alloc::KVec,
+    alloc::{KVVec, KVec},
     fmt, new_condvar, new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
@@ -39,15 +38,12 @@ use kernel::{
     sync::{Arc, CondVar, SpinLock},
 };
 
-/// Credits asked of the server in every Call, at most (C: `max_reqs`, the
-/// slot table size); a device with small queues lowers it per connection.
-pub(crate) const MAX_REQUESTS: u32 = sunrpc::MAX_REQUESTS;
 /// Backchannel requests the server may have outstanding (C:
 /// `rb_bc_srv_max_requests`).
 pub(crate) const BC_CREDITS: u32 = sunrpc::BC_SLOTS;
-/// Send buffers: one per credit and backchannel reply, and a few for Sends
+/// Send buffers beyond one per credit and backchannel reply: for Sends
 /// that complete after their reply.
-const SENDS: u32 = MAX_REQUESTS + BC_CREDITS + 8;
+const EXTRA_SENDS: u32 = 8;
 /// Memory regions per connection: enough for every credit's RPC to have a
 /// few chunks registered; an RPC that finds none waits for one.
 const MRS: u32 = sunrpc::MRS;
@@ -119,21 +115,23 @@ impl core::fmt::Display for Loss {
 /// `slots[..len]` are `Some`, the rest `None`, and there is a slot for
 /// every Send buffer of the connection.
 struct FreeSends {
-    slots: KVec<Option<SendBuf<EpShared>>>,
+    /// One per slot of the transport's table and more: too many for one
+    /// kmalloc with a large table.
+    slots: KVVec<Option<SendBuf<EpShared>>>,
     len: usize,
 }
 
 impl FreeSends {
     const fn empty() -> Self {
         Self {
-            slots: KVec::new(),
+            slots: KVVec::new(),
             len: 0,
         }
     }
 
     /// All of `bufs`, free.
-    fn new(bufs: KVec<SendBuf<EpShared>>) -> Result<Self> {
-        let mut slots = KVec::with_capacity(bufs.len(), GFP_KERNEL)?;
+    fn new(bufs: KVVec<SendBuf<EpShared>>) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(bufs.len(), GFP_KERNEL)?;
         for buf in bufs {
             slots.push(Some(buf), GFP_KERNEL)?;
         }
@@ -192,7 +190,8 @@ pub(crate) struct EpShared {
     /// A grant out of range was logged: once per connection is enough
     /// (the server may send it in every reply).
     grant_logged: AtomicBool,
-    /// The most credits this connection accepts (the device may lower it).
+    /// The most credits this connection accepts: the transport's slot
+    /// table size, or less if the device's queues are too short.
     pub(crate) max_requests: AtomicU32,
     /// The memory regions and the RPCs holding them.
     #[pin]
@@ -204,6 +203,7 @@ pub(crate) struct EpShared {
 
 impl EpShared {
     fn new(xprt: Xprt, stats: Arc<Stats>) -> impl PinInit<Self> {
+        let max_requests = xprt.max_reqs();
         pin_init!(Self {
             events <- ConnEvents::new(),
             xprt,
@@ -213,7 +213,7 @@ impl EpShared {
             live: AtomicBool::new(false),
             credits: AtomicU32::new(1),
             grant_logged: AtomicBool::new(false),
-            max_requests: AtomicU32::new(MAX_REQUESTS),
+            max_requests: AtomicU32::new(max_requests),
             pool <- new_spinlock!(MrPool::empty()),
             released <- new_condvar!(),
         })
@@ -582,6 +582,7 @@ pub(crate) struct Endpoint {
 /// The queue sizes of a connection on a device (C: `frwr_query_device`).
 struct Sizes {
     max_requests: u32,
+    sends: u32,
     receives: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
@@ -590,7 +591,8 @@ struct Sizes {
 }
 
 impl Sizes {
-    fn for_device(attrs: &FrwrAttrs) -> Result<Self> {
+    /// For a transport of `slots` slots (its `max_reqs`).
+    fn for_device(attrs: &FrwrAttrs, slots: u32) -> Result<Self> {
         let depth = attrs.depth.clamp(1, MAX_DATA_PAGES);
         // C: re_max_rdma_segs, the segments a chunk of the largest payload
         // needs, plus head and tail; the device must convey the largest
@@ -602,25 +604,34 @@ impl Sizes {
         // Each queue keeps one work request for its drain (C:
         // frwr_query_device, with RPCRDMA_MIN_SLOT_TABLE).
         let room = attrs.max_qp_wr.saturating_sub(2 * BC_CREDITS + 1);
-        let max_requests = MAX_REQUESTS.min(room);
+        let max_requests = slots.min(room);
         if max_requests < 4 {
             return Err(ENOMEM);
         }
+        // One Send buffer per credit and backchannel reply, and a few more.
+        let sends = max_requests
+            .saturating_add(BC_CREDITS)
+            .saturating_add(EXTRA_SENDS);
         // Every credit's reply, and the server's backchannel Calls twice
         // over (C: credits + 2 * rb_bc_srv_max_requests).
-        let receives = max_requests + 2 * BC_CREDITS;
+        let receives = max_requests.saturating_add(2 * BC_CREDITS);
         // A region has a REG_MR and a LOCAL_INV in the send queue at most,
         // and an unsignaled REG_MR may keep its slot until the next Send
         // completes (so one more per Send); every Send; the drain. A
         // device with a shorter queue gets what it has, less the drain's
         // slot, which is always kept: a post that finds it full resets the
         // connection, and the drain must still fit.
-        let max_send_wr = (2 * SENDS + 2 * MRS).min(attrs.max_qp_wr.saturating_sub(1)) + 1;
+        let max_send_wr = sends
+            .saturating_mul(2)
+            .saturating_add(2 * MRS)
+            .min(attrs.max_qp_wr.saturating_sub(1))
+            + 1;
         Ok(Self {
             max_requests,
+            sends,
             receives,
             max_send_wr,
-            max_recv_wr: receives + 1,
+            max_recv_wr: receives.saturating_add(1),
             depth,
             max_segs,
         })
@@ -644,7 +655,11 @@ impl Endpoint {
         let device = id.device().ok_or(ENODEV)?;
         let device_name = CString::try_from(device.name())?;
         let responder_resources = u8::try_from(device.max_qp_rd_atom()).unwrap_or(u8::MAX);
-        let sizes = Sizes::for_device(&FrwrAttrs::query(&id)?)?;
+        // The credits to ask for, the Send buffers and Receives follow the
+        // transport's slot table (C: `re_max_requests` from `max_reqs`),
+        // as far as the device's queues allow.
+        let slots = xprt.max_reqs();
+        let sizes = Sizes::for_device(&FrwrAttrs::query(&id)?, slots)?;
         shared
             .max_requests
             .store(sizes.max_requests, Ordering::Relaxed);
@@ -656,7 +671,7 @@ impl Endpoint {
             max_recv_sge: 1,
         })?;
 
-        let local = settings::local();
+        let local = connect::local();
         let recv_size = usize::try_from(local.recv_size)?;
         let send_size = usize::try_from(local.send_size)?;
         // From here on the endpoint drains on drop, and empties `shared`.
@@ -671,13 +686,13 @@ impl Endpoint {
         let qp = ep.id.qp()?.clone();
         // Each set is filled outside the locks (allocation sleeps), then
         // installed.
-        let mut sends = KVec::with_capacity(usize::try_from(SENDS)?, GFP_KERNEL)?;
-        for _ in 0..SENDS {
+        let mut sends = KVVec::with_capacity(usize::try_from(sizes.sends)?, GFP_KERNEL)?;
+        for _ in 0..sizes.sends {
             sends.push(SendBuf::new(&qp, send_size, ep.shared.clone())?, GFP_KERNEL)?;
         }
         let sends = FreeSends::new(sends)?;
         *ep.shared.free_sends.lock() = sends;
-        let mut recvs = KVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
+        let mut recvs = KVVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
         for _ in 0..sizes.receives {
             recvs.push(RecvBuf::new(&qp, recv_size, ep.shared.clone())?, GFP_KERNEL)?;
         }
@@ -685,7 +700,10 @@ impl Endpoint {
         for i in 0..MRS {
             mrs.push(Mr::new(&qp, sizes.depth, i, ep.shared.clone())?, GFP_KERNEL)?;
         }
-        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(MAX_REQUESTS)?)?;
+        // A record for every RPC the slot table can hold, not only those
+        // the credits let fly: an answered RPC keeps its record until
+        // `buf_free`, after its credit went to another.
+        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?)?;
         *ep.shared.pool.lock() = pool;
         ep.shared
             .stats
@@ -705,7 +723,7 @@ impl Endpoint {
         ep.shared.events.await_event(CmEventKind::Established)?;
         ep.peer_private = ep.shared.events.peer_private();
         let (bytes, len) = &ep.peer_private;
-        let peer = if settings::ignore_peer_private() {
+        let peer = if params::ignore_peer_private() {
             None
         } else {
             bytes.get(..*len)
@@ -865,9 +883,9 @@ impl Drop for Endpoint {
         // `buf_free` waits) until the drain below.
         *shared.gate.lock() = Gate::Closing;
         let _ = self.id.disconnect();
-        let mut waiting =
-            KVec::with_capacity(usize::try_from(MAX_REQUESTS).unwrap_or(0), GFP_KERNEL)
-                .unwrap_or(KVec::new());
+        // Room for every record's action, allocated outside the locks.
+        let records = shared.pool.lock().records();
+        let mut waiting = KVVec::with_capacity(records, GFP_KERNEL).unwrap_or(KVVec::new());
         if let Err(e) = self.id.quiesce() {
             // The QP and its CQs are destroyed all the same: just as final.
             pr_err!(

@@ -1,25 +1,99 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Inline thresholds: with rpcrdma_rs offering 1024-byte thresholds, long
-# Calls (Position Zero Read chunks) and Reply chunks happen on ordinary
-# requests, and the data integrity test must still pass; with the server's
-# private data ignored, the RFC 8797 fallback (1024 bytes) is what the
-# connection uses. The thresholds are read back from the module's report.
+# The module parameters (the C transport's rdma_* sysctls) and what they
+# do. modinfo describes them, and a write out of C's bounds fails and
+# changes nothing. With rpcrdma_rs offering 1024-byte thresholds
+# (max_inline_read, max_inline_write), long Calls (Position Zero Read
+# chunks) and Reply chunks happen on ordinary requests, and the data
+# integrity test must still pass; with the server's private data ignored
+# (ignore_peer_private, a test hook), the RFC 8797 fallback (1024 bytes)
+# is what the connection uses; with slot_table_entries 32 a new transport
+# asks for 32 credits. What a connection uses is read back from the
+# module's report.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-require_rs_transport "inline threshold settings"
-require_rdma_xprt "inline threshold settings"
-tap_plan 9
+require_rs_transport "module parameters and inline thresholds"
+require_rdma_xprt "module parameters and inline thresholds"
+tap_plan 16
 
-settings=/sys/kernel/debug/rpcrdma_rs/settings
+params=/sys/module/rpcrdma_rs/parameters
 mnt=/mnt/nfs-inline
+# set_param NAME VALUE: fails, saying so, if the write is refused.
+set_param() {
+	local err
+	err=$({ echo "$2" >"$params/$1"; } 2>&1) && return 0
+	tap_diag "writing $2 to $1: $err"
+	return 1
+}
 restore() {
-	echo "inline_max 4096" >"$settings"
-	echo "ignore_peer_private 0" >"$settings"
+	set_param max_inline_read 4096
+	set_param max_inline_write 4096
+	set_param slot_table_entries 128
+	set_param ignore_peer_private 0
 }
 trap restore EXIT
+
+# Each of the parameters, with a description, in the file that was loaded
+# (lib.sh's load_transport) and writable by root in sysfs.
+described() {
+	local name parms desc rc=0
+	parms=$(modinfo -F parm "$MODULE") || return 1
+	for name in max_inline_read max_inline_write slot_table_entries; do
+		desc=$(printf '%s\n' "$parms" | sed -n "s/^$name://p")
+		desc=${desc% (uint)}
+		tap_diag "$name: $desc"
+		if [ "${#desc}" -lt 20 ]; then
+			tap_diag "$name: no description in modinfo"
+			rc=1
+		fi
+		if [ "$(stat -c %a "$params/$name" 2>/dev/null)" != 644 ]; then
+			tap_diag "$name: not a 0644 file in $params"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# bounded NAME LOW HIGH: writing LOW - 1 and HIGH + 1 fails with EINVAL
+# and leaves the value as it was; LOW and HIGH are taken. Ends at the
+# value it found.
+bounded() {
+	local name=$1 low=$2 high=$3 before v err rc=0
+	before=$(cat "$params/$name") || return 1
+	for v in $((low - 1)) $((high + 1)); do
+		if err=$({ echo "$v" >"$params/$name"; } 2>&1); then
+			tap_diag "$name took $v"
+			rc=1
+		elif [[ $err != *"Invalid argument"* ]]; then
+			tap_diag "$name refused $v, but not with EINVAL: $err"
+			rc=1
+		fi
+		if [ "$(cat "$params/$name")" != "$before" ]; then
+			tap_diag "$name is $(cat "$params/$name") after writing $v, was $before"
+			rc=1
+		fi
+	done
+	for v in "$low" "$high"; do
+		if ! set_param "$name" "$v" || [ "$(cat "$params/$name")" != "$v" ]; then
+			tap_diag "$name did not take $v"
+			rc=1
+		fi
+	done
+	set_param "$name" "$before" || rc=1
+	return $rc
+}
+
+inline_bounded() {
+	bounded max_inline_read 1024 65536 && bounded max_inline_write 1024 65536
+}
+
+tap_check "modinfo describes max_inline_read, max_inline_write and slot_table_entries" described
+tap_check "max_inline_read and max_inline_write refuse 1023 and 65537, take 1024 and 65536" \
+	inline_bounded
+tap_check "slot_table_entries refuses 3 and 16385, takes 4 and 16384" \
+	bounded slot_table_entries 4 16384
 
 thresholds_are() {
 	local send recv
@@ -68,7 +142,8 @@ nomsg_and_reply_chunks() {
 	[ "$(mountstats_field "$1" 21)" -gt 0 ] && [ "$(mountstats_field "$1" 13)" -gt 0 ]
 }
 
-echo "inline_max 1024" >"$settings"
+set_param max_inline_read 1024
+set_param max_inline_write 1024
 if tap_check "NFSv4.2 mount with 1024-byte inline thresholds offered" nfs_mount 4.2 "$mnt"; then
 	tap_check "thresholds in use are 1024/1024" thresholds_are 1024 1024
 	tap_check "the server's private data was read (receive size 4096)" \
@@ -80,7 +155,14 @@ if tap_check "NFSv4.2 mount with 1024-byte inline thresholds offered" nfs_mount 
 	tap_check "RDMA_NOMSG Calls and Reply chunks were used" nomsg_and_reply_chunks "$mnt"
 	umount "$mnt"
 else
-	for i in 2 3 4 5 6 7; do tap_not_ok "case $i (not mounted)"; done
+	for c in "thresholds in use are 1024/1024" \
+		"the server's private data was read (receive size 4096)" \
+		"long symlink: Read chunk and Reply chunk" \
+		"long extended attribute: Long Call and Reply chunk" \
+		"300-entry directory listed" \
+		"RDMA_NOMSG Calls and Reply chunks were used"; do
+		tap_not_ok "$c (not mounted)"
+	done
 fi
 
 # The whole data integrity test under the small thresholds, as a subtest.
@@ -90,8 +172,9 @@ integrity() {
 }
 tap_check "data integrity with 1024-byte thresholds" integrity
 
-echo "inline_max 4096" >"$settings"
-echo "ignore_peer_private 1" >"$settings"
+set_param max_inline_read 4096
+set_param max_inline_write 4096
+set_param ignore_peer_private 1
 fallback() {
 	nfs_mount 3 "$mnt" || return 1
 	[ "$(rs_xprt_field peer_private_data)" = none ] && thresholds_are 1024 1024 &&
@@ -104,4 +187,43 @@ fallback() {
 	return $rc
 }
 tap_check "no peer private data: 1024-byte fallback, data intact" fallback
+set_param ignore_peer_private 0
+
+# A transport's slot table, and so the credits it asks for, is the
+# slot_table_entries of when it was set up. Sizes that differ each way
+# show which parameter is which threshold.
+credits_32() {
+	local requested granted
+	requested=$(rs_xprt_field credits_requested) && granted=$(rs_xprt_field credits_granted) ||
+		return 1
+	tap_diag "credits_requested $requested credits_granted $granted"
+	[ "$requested" = 32 ] && [ "$granted" -ge 1 ] && [ "$granted" -le 32 ]
+}
+one_mib() {
+	head -c 1048576 /dev/urandom >/tmp/slots.bin &&
+		cp /tmp/slots.bin "$1/slots.bin" && drop_caches &&
+		cmp /tmp/slots.bin "$1/slots.bin"
+	local rc=$?
+	rm -f "$1/slots.bin" /tmp/slots.bin
+	return $rc
+}
+set_param slot_table_entries 32
+set_param max_inline_write 2048
+set_param max_inline_read 3072
+if tap_check "NFSv3 mount with slot_table_entries 32, max_inline_write 2048, max_inline_read 3072" \
+	nfs_mount 3 "$mnt"; then
+	tap_check "1 MiB file written and read back intact" one_mib "$mnt"
+	tap_check "the transport asks for 32 credits and takes at most 32" credits_32
+	tap_check "thresholds in use are 2048/3072" thresholds_are 2048 3072
+	umount "$mnt"
+else
+	for c in "1 MiB file written and read back intact" \
+		"the transport asks for 32 credits and takes at most 32" \
+		"thresholds in use are 2048/3072"; do
+		tap_not_ok "$c (not mounted)"
+	done
+fi
+set_param slot_table_entries 128
+set_param max_inline_write 4096
+set_param max_inline_read 4096
 tap_exit

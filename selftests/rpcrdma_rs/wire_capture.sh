@@ -39,18 +39,23 @@ tap_check "SETXATTR with a 3000-byte value (long call)" set_xattr "$dir/big"
 tap_check "unmount" umount "$mnt"
 
 # A second connection with 1 KiB inline thresholds (other private data, and
-# long calls and Reply chunks for ordinary operations).
-# (The C transport's sysctls; rpcrdma_rs's debugfs settings.)
-settings=/sys/kernel/debug/rpcrdma_rs/settings
+# long calls and Reply chunks for ordinary operations): the C transport's
+# sysctls, rpcrdma_rs's module parameters of the same names. Back to the
+# defaults (4096) on exit.
 if [ "$TRANSPORT" = rs ]; then
-	echo "inline_max 1024" >"$settings"
-elif [ -w /proc/sys/sunrpc/rdma_max_inline_write ]; then
-	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_write
-	echo 1024 >/proc/sys/sunrpc/rdma_max_inline_read
+	inline_dir=/sys/module/rpcrdma_rs/parameters inline_prefix=max_inline_
+else
+	inline_dir=/proc/sys/sunrpc inline_prefix=rdma_max_inline_
 fi
+set_inline() {
+	[ -w "$inline_dir/${inline_prefix}write" ] || return 0
+	echo "$1" >"$inline_dir/${inline_prefix}write"
+	echo "$1" >"$inline_dir/${inline_prefix}read"
+}
+trap 'set_inline 4096' EXIT
+set_inline 1024
 tap_check "NFSv4.2 mount with 1 KiB inline thresholds" nfs_mount 4.2 "$mnt"
 tap_check "listing and xattr with 1 KiB thresholds" bash -c "ls -l '$dir/many' >/dev/null && /usr/bin/python3 -c 'import os; os.setxattr(\"$dir/big\", \"user.small\", b\"s\" * 900)'"
 rm -rf "$dir"
 tap_check "unmount" umount "$mnt"
-[ "$TRANSPORT" != rs ] || echo "inline_max 4096" >"$settings"
 tap_exit

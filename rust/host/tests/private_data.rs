@@ -160,6 +160,37 @@ fn negotiation_min_rules() {
     assert_eq!((n.inline_send, n.inline_recv), (1024, 1024));
 }
 
+/// Sizes that are not a multiple of 1 KiB (the kernel module's
+/// `max_inline_read`/`max_inline_write` take any value from 1024 to 65536)
+/// behave as in C: advertised as `(size >> 10) - 1`, used exactly as our
+/// side's limit.
+#[test]
+fn unaligned_sizes_as_c() {
+    let peer = PrivateData::new(65536, 65536, true).to_bytes();
+    for size in 1024..=65536u32 {
+        let c_code = u8::try_from((size >> 10) - 1).unwrap();
+        assert_eq!(encode_size(size), c_code, "size {size}");
+        let ours = LocalSettings {
+            send_size: size,
+            recv_size: size,
+            remote_invalidation: true,
+        };
+        assert_eq!(ours.private_data().send_code, c_code);
+        assert_eq!(ours.private_data().recv_code, c_code);
+        let n = negotiate(&ours, Some(&peer));
+        assert_eq!((n.inline_send, n.inline_recv), (size, size), "size {size}");
+    }
+    let ours = LocalSettings {
+        send_size: 1500,
+        recv_size: 3000,
+        remote_invalidation: true,
+    };
+    assert_eq!(ours.private_data().to_bytes()[6..], [0, 1]);
+    // The peer's sizes still bound ours.
+    let n = negotiate(&ours, Some(&PrivateData::new(2048, 1024, true).to_bytes()));
+    assert_eq!((n.inline_send, n.inline_recv), (1024, 2048));
+}
+
 #[test]
 fn negotiation_fallback() {
     for peer in [

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module parameters of rpcrdma_rs.ko: the C transport's sysctls
+ * (net/sunrpc/xprtrdma/transport.c, /proc/sys/sunrpc/rdma_*), with their
+ * defaults and bounds from the header C takes them from.  A write out of
+ * bounds fails with EINVAL and changes nothing, at load as through
+ * /sys/module/rpcrdma_rs/parameters/.  What the values mean, and when a
+ * change applies, is for their readers: setup in rpcrdma_rs_sunrpc.c (the
+ * slot table) and the Rust transport (rust/xprt/connect.rs).
+ * rdma_memreg_strategy has no counterpart: FRWR is the only strategy in
+ * 6.12, and the C sysctl changes nothing.
+ */
+#include <linux/compiler.h>
+#include <linux/moduleparam.h>
+#include <linux/sunrpc/xprtrdma.h>
+
+#include "rpcrdma_rs_params.h"
+
+static int rpcrdma_rs_set_inline(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, RPCRDMA_MIN_INLINE,
+				     RPCRDMA_MAX_INLINE);
+}
+
+static const struct kernel_param_ops rpcrdma_rs_inline_ops = {
+	.set = rpcrdma_rs_set_inline,
+	.get = param_get_uint,
+};
+
+static int rpcrdma_rs_set_slots(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, RPCRDMA_MIN_SLOT_TABLE,
+				     RPCRDMA_MAX_SLOT_TABLE);
+}
+
+static const struct kernel_param_ops rpcrdma_rs_slots_ops = {
+	.set = rpcrdma_rs_set_slots,
+	.get = param_get_uint,
+};
+
+static unsigned int rpcrdma_rs_max_inline_read = RPCRDMA_DEF_INLINE;
+module_param_cb(max_inline_read, &rpcrdma_rs_inline_ops,
+		&rpcrdma_rs_max_inline_read, 0644);
+__MODULE_PARM_TYPE(max_inline_read, "uint");
+MODULE_PARM_DESC(max_inline_read,
+		 "Largest reply received inline, in bytes: the receive size offered to the server (1024-65536, default 4096; new connections; C: rdma_max_inline_read)");
+
+static unsigned int rpcrdma_rs_max_inline_write = RPCRDMA_DEF_INLINE;
+module_param_cb(max_inline_write, &rpcrdma_rs_inline_ops,
+		&rpcrdma_rs_max_inline_write, 0644);
+__MODULE_PARM_TYPE(max_inline_write, "uint");
+MODULE_PARM_DESC(max_inline_write,
+		 "Largest call sent inline, in bytes: the send size offered to the server (1024-65536, default 4096; new connections; C: rdma_max_inline_write)");
+
+static unsigned int rpcrdma_rs_slot_table_entries = RPCRDMA_DEF_SLOT_TABLE;
+module_param_cb(slot_table_entries, &rpcrdma_rs_slots_ops,
+		&rpcrdma_rs_slot_table_entries, 0644);
+__MODULE_PARM_TYPE(slot_table_entries, "uint");
+MODULE_PARM_DESC(slot_table_entries,
+		 "RPC slots of a transport, and the credits it asks of the server (4-16384, default 128; new transports; C: rdma_slot_table_entries)");
+
+/*
+ * The setters store with a plain write under the kernel's parameter lock;
+ * readers do not take it: each value is one word, read once.
+ */
+unsigned int rpcrdma_rs_param_max_inline_read(void)
+{
+	return READ_ONCE(rpcrdma_rs_max_inline_read);
+}
+
+unsigned int rpcrdma_rs_param_max_inline_write(void)
+{
+	return READ_ONCE(rpcrdma_rs_max_inline_write);
+}
+
+unsigned int rpcrdma_rs_param_slot_table_entries(void)
+{
+	return READ_ONCE(rpcrdma_rs_slot_table_entries);
+}
+
+#ifdef RPCRDMA_RS_TEST_HOOKS
+/*
+ * A test hook: exercises the RFC 8797 fallback against a server that
+ * sends private data.
+ */
+static bool rpcrdma_rs_ignore_peer_private;
+module_param_named(ignore_peer_private, rpcrdma_rs_ignore_peer_private, bool,
+		   0644);
+MODULE_PARM_DESC(ignore_peer_private,
+		 "Test hook: new connections act as if the server sent no RFC 8797 private data (default N)");
+
+bool rpcrdma_rs_param_ignore_peer_private(void)
+{
+	return READ_ONCE(rpcrdma_rs_ignore_peer_private);
+}
+#endif
