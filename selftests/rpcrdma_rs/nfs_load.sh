@@ -40,7 +40,7 @@
 # - Module lifetime: removing the transport module while a mount uses it
 #   is refused as in use (EBUSY) and changes nothing; then rounds of
 #   mount, 64 KiB written and read back, unmount, unload and load (50 for
-#   rpcrdma_rs, 10 for the C reference, to spare CI's time).
+#   rpcrdma_rs, 10 for the C reference: its unloads are not under test).
 #
 # NFS_LOAD_ROUNDS, NFS_LOAD_ROUNDS_SECONDS (the rounds' time limit) and
 # NFS_LOAD_INJECT_SECONDS (each injection's length) change the defaults.
