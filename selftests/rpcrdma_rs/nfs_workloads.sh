@@ -12,7 +12,7 @@ RUN_DIR=$1
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-PLAN=17
+PLAN=18
 tap_plan $PLAN
 
 mnt=/mnt/nfs-work
@@ -83,6 +83,29 @@ positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
 # of the file (one would fill nothing). Both clients count a segment as
 # they encode it; no marshalling is retried when nothing else is in
 # flight.
+# iproute2_shows_it: iproute2's rdma tool shows the mount's connection
+# as the transport's own: a connection manager identifier to the server's
+# port 20049 made by the transport's module (rpcrdma_rs, or rpcrdma for
+# the C one), whose queue pair is in RTS, and the device's packet
+# counters (rdma statistic; Soft-RoCE has them) are not all zero.
+iproute2_shows_it() {
+	local owner=rpcrdma_rs ids line qpn qp stats
+	[ "$TRANSPORT" = c ] && owner=rpcrdma
+	ids=$(rdma resource show cm_id 2>&1) || { tap_diag "rdma resource show cm_id: $ids"; return 1; }
+	line=$(grep -F "comm [$owner]" <<<"$ids" | grep -F "dst-addr $SERVER_IP4:20049" | head -1)
+	tap_diag "cm_id: ${line:-none of [$owner] to $SERVER_IP4:20049 in: $(tr '\n' ' ' <<<"$ids")}"
+	[[ $line =~ lqpn\ ([0-9]+) ]] || return 1
+	qpn=${BASH_REMATCH[1]}
+	qp=$(rdma resource show qp lqpn "$qpn" 2>&1)
+	tap_diag "qp: $qp"
+	[[ $qp == *"state RTS"* ]] || return 1
+	# Soft-iWARP keeps no port counters: nothing to show there.
+	[ "$RDMA" = siw ] && { tap_diag "siw has no port counters for rdma statistic"; return 0; }
+	stats=$(rdma statistic show link "$(rdma_dev)/1" 2>&1)
+	tap_diag "statistic: $(head -c 300 <<<"$stats" | tr '\n' ' ')"
+	grep -Eq ' [a-z_]*(sent|rcvd)_pkts [1-9]' <<<"$stats"
+}
+
 tell_reader() { [ -n "${READER[1]:-}" ] && echo "$1" >&"${READER[1]}"; }
 direct_reads_written_once() {
 	local f=$1/direct8m w0="" w1="" s0 s1 r0 r1 sum line rc=0
@@ -148,6 +171,8 @@ tap_check "directory of 10,000 entries listed completely" list_big_dir "$mnt"
 tap_diag "$(mount_xprt_line "$mnt")"
 tap_check "Read chunks were used (NFS WRITE)" positive "$(mountstats_field "$mnt" 11)"
 tap_check "Write chunks were used (NFS READ)" positive "$(mountstats_field "$mnt" 12)"
+tap_check "iproute2: rdma resource shows the transport's connection and QP, rdma statistic its packets" \
+	iproute2_shows_it
 tap_check "Reply chunks were used (READDIR)" positive "$(mountstats_field "$mnt" 13)"
 tap_check "no bad replies" [ "$(mountstats_field "$mnt" 20)" = 0 ]
 tap_check "one connection throughout (no invalidation failed)" \
