@@ -164,6 +164,11 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     /// One per RPC that may hold regions: up to the largest slot table,
     /// too many for one kmalloc.
     records: KVVec<Option<Record<P>>>,
+    /// The slot of each record in `records`, by XID: a reply and
+    /// `buf_free` find their RPC's record without a scan.
+    index: XidIndex,
+    /// Where `register` starts looking for a free slot.
+    next_slot: usize,
     /// Pages one region maps.
     depth: usize,
 }
@@ -177,6 +182,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
             nfree: 0,
             owner: KVec::new(),
             records: KVVec::new(),
+            index: XidIndex::empty(),
+            next_slot: 0,
             depth: 1,
         }
     }
@@ -205,6 +212,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         for _ in 0..rpcs {
             records.push(None, GFP_KERNEL)?;
         }
+        let index = XidIndex::new(rpcs)?;
         // INVARIANT: every region is free and unmapped, no record exists.
         Ok(Self {
             mrs,
@@ -213,14 +221,19 @@ impl<H: MrHandler, P> MrPool<H, P> {
             free,
             owner,
             records,
+            index,
+            next_slot: 0,
             depth: usize::try_from(depth)?,
         })
     }
 
     fn find(&self, xid: u32) -> Option<usize> {
-        self.records
-            .iter()
-            .position(|r| r.as_ref().is_some_and(|r| r.xid == xid))
+        self.index.find(xid).filter(|&slot| {
+            self.records
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| r.xid == xid)
+        })
     }
 
     /// True while RPC `xid` holds regions: it has a record that is more
@@ -251,14 +264,20 @@ impl<H: MrHandler, P> MrPool<H, P> {
         }
     }
 
-    /// Takes the record in `slot` out, to work on it beside the regions.
+    /// Takes the record in `slot` out, to work on it beside the regions;
+    /// it is gone unless [`MrPool::put_record`] puts it back.
     fn take_record(&mut self, slot: usize) -> Option<Record<P>> {
-        self.records.get_mut(slot).and_then(Option::take)
+        let rec = self.records.get_mut(slot).and_then(Option::take)?;
+        self.index.remove(rec.xid);
+        Some(rec)
     }
 
-    /// Puts back a record [`MrPool::take_record`] took out of `slot`.
+    /// Puts `rec` into `slot`, which is free: a new record, or one that
+    /// [`MrPool::take_record`] took out of it.
     fn put_record(&mut self, slot: usize, rec: Record<P>) {
         if let Some(entry) = self.records.get_mut(slot) {
+            // Room for every slot's XID (`XidIndex::new`).
+            self.index.insert(rec.xid, slot);
             *entry = Some(rec);
         }
     }
@@ -297,11 +316,14 @@ impl<H: MrHandler, P> MrPool<H, P> {
         if self.find(xid).is_some() {
             return Err(EBUSY);
         }
-        let slot = self
-            .records
-            .iter()
-            .position(Option::is_none)
+        // From where the last one was taken: slots come free in about the
+        // order they were taken, so this rarely looks far.
+        let n = self.records.len();
+        let slot = (0..n)
+            .map(|k| (self.next_slot + k) % n)
+            .find(|&slot| self.records.get(slot).is_some_and(Option::is_none))
             .ok_or(EAGAIN)?;
+        self.next_slot = (slot + 1) % n;
         let mut rec = Record {
             xid,
             held: [Held::default(); MAX_RPC_MRS],
@@ -700,6 +722,132 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// Pages one region maps.
     pub(crate) fn depth(&self) -> usize {
         self.depth
+    }
+}
+
+/// An open-addressing map from XID to record slot, with linear probing.
+///
+/// # Invariants
+///
+/// `table.len()` is a power of two, `mask` is one less, and the table is
+/// at most half full (it has room for twice the slots it indexes, and
+/// each slot has one XID at most), so a probe always ends at an empty
+/// entry. An entry is `(slot + 1) << 32 | xid`, 0 when empty; every entry
+/// sits between its XID's home and the first empty entry after it.
+struct XidIndex {
+    table: KVVec<u64>,
+    mask: usize,
+    /// log2 of `table.len()`.
+    bits: u32,
+}
+
+impl XidIndex {
+    const fn empty() -> Self {
+        Self {
+            table: KVVec::new(),
+            mask: 0,
+            bits: 0,
+        }
+    }
+
+    /// Room for `slots` XIDs.
+    fn new(slots: usize) -> Result<Self> {
+        let size = slots
+            .checked_mul(2)
+            .and_then(usize::checked_next_power_of_two)
+            .ok_or(EINVAL)?
+            .max(2);
+        let mut table = KVVec::with_capacity(size, GFP_KERNEL)?;
+        for _ in 0..size {
+            table.push(0, GFP_KERNEL)?;
+        }
+        // INVARIANT: a power of two, empty.
+        Ok(Self {
+            table,
+            mask: size - 1,
+            bits: size.trailing_zeros(),
+        })
+    }
+
+    /// Where `xid`'s probe starts: the top bits of a multiplicative hash,
+    /// which all of the XID's bits reach (sunrpc counts XIDs up, in
+    /// either byte order).
+    fn home(&self, xid: u32) -> usize {
+        let h = (xid ^ (xid >> 16)).wrapping_mul(0x9e37_79b1);
+        (h.checked_shr(32 - self.bits).unwrap_or(0) as usize) & self.mask
+    }
+
+    /// The position of `xid`'s entry.
+    fn position(&self, xid: u32) -> Option<usize> {
+        let mut i = self.home(xid);
+        for _ in 0..self.table.len() {
+            let e = *self.table.get(i)?;
+            if e == 0 {
+                return None;
+            }
+            if e as u32 == xid {
+                return Some(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    fn find(&self, xid: u32) -> Option<usize> {
+        let e = *self.table.get(self.position(xid)?)?;
+        usize::try_from((e >> 32).checked_sub(1)?).ok()
+    }
+
+    /// Maps `xid` to `slot`, replacing what it was mapped to.
+    fn insert(&mut self, xid: u32, slot: usize) {
+        let Some(entry) = u64::try_from(slot)
+            .ok()
+            .and_then(|s| s.checked_add(1))
+            .filter(|&s| s <= u64::from(u32::MAX))
+            .map(|s| s << 32 | u64::from(xid))
+        else {
+            return;
+        };
+        let mut i = self.home(xid);
+        for _ in 0..self.table.len() {
+            let Some(e) = self.table.get_mut(i) else {
+                return;
+            };
+            if *e == 0 || *e as u32 == xid {
+                *e = entry;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Unmaps `xid`. The entries after it move back into the hole where
+    /// their probe would otherwise stop early.
+    fn remove(&mut self, xid: u32) {
+        let Some(mut hole) = self.position(xid) else {
+            return;
+        };
+        let mut j = hole;
+        for _ in 0..self.table.len() {
+            j = (j + 1) & self.mask;
+            let e = self.table.get(j).copied().unwrap_or(0);
+            if e == 0 {
+                break;
+            }
+            // The entry at `j` may fill the hole unless its home lies
+            // after the hole (cyclically), up to `j`.
+            let from_home = j.wrapping_sub(self.home(e as u32)) & self.mask;
+            let from_hole = j.wrapping_sub(hole) & self.mask;
+            if from_home >= from_hole {
+                if let Some(h) = self.table.get_mut(hole) {
+                    *h = e;
+                }
+                hole = j;
+            }
+        }
+        if let Some(h) = self.table.get_mut(hole) {
+            *h = 0;
+        }
     }
 }
 
