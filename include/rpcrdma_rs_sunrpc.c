@@ -12,6 +12,7 @@
 #include <linux/mutex.h>
 #include <linux/ratelimit.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -88,12 +89,20 @@ static void rpcrdma_rs_connect_worker(struct work_struct *work)
 						 connect_worker.work);
 	struct rpc_xprt *xprt = &r->xprt;
 	unsigned int pflags = current->flags;
+	unsigned int nofs;
 	int rc;
 
 	if (atomic_read(&xprt->swapper))
 		current->flags |= PF_MEMALLOC;
 	xprt_clear_connected(xprt);
+	/*
+	 * The connection's buffers are allocated here: reclaim must not
+	 * write back through NFS, which may wait for this very transport
+	 * (sunrpc's own workers do the same).
+	 */
+	nofs = memalloc_nofs_save();
 	rc = rpcrdma_rs_op_connect(r->transport);
+	memalloc_nofs_restore(nofs);
 	xprt_clear_connecting(xprt);
 	if (!rc) {
 		/*

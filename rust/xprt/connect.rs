@@ -22,18 +22,25 @@ use kernel::{
 
 /// What a new connection offers, read once for it from the module
 /// parameters, as C's `rpcrdma_ep_create` reads its sysctls: a change
-/// applies from the next connection on. The sizes are used as they are,
-/// also when not a multiple of 1024, as C does: the private data says
-/// them rounded down to whole KiB (`private_data::encode_size`), and
-/// this side's thresholds are at most the exact values
-/// (`private_data::negotiate`).
+/// applies from the next connection on. RFC 8797 private data says sizes
+/// in whole KiB, so a size that is not a multiple of 1024 is rounded down
+/// here, for the offer and for this side's thresholds alike. (C offers it
+/// rounded down but keeps the exact value as its threshold: with 1500 it
+/// would take a 1400-byte reply inline without offering a Reply chunk,
+/// which a server holding it to the 1024 offered could not send.)
 pub(crate) fn local() -> LocalSettings {
     LocalSettings {
-        send_size: params::max_inline_write(),
-        recv_size: params::max_inline_read(),
+        send_size: whole_kib(params::max_inline_write()),
+        recv_size: whole_kib(params::max_inline_read()),
         // The C client always accepts Send With Invalidate.
         remote_invalidation: true,
     }
+}
+
+/// `size` rounded down to a multiple of 1024 (the parameters are at
+/// least 1024).
+fn whole_kib(size: u32) -> u32 {
+    size & !1023
 }
 
 /// Address and route resolution time limit (C: RDMA_RESOLVE_TIMEOUT).

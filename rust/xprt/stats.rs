@@ -32,8 +32,8 @@ pub(crate) struct Stats {
     pub(crate) rdma_errors: AtomicU64,
     /// Replies to an RPC already answered, dropped.
     pub(crate) duplicate_replies: AtomicU64,
-    /// Sends that found too few free memory regions and waited for
-    /// replies to bring some back.
+    /// Times a Send found too few free memory regions and waited for
+    /// replies to bring some back (an RPC may wait more than once).
     pub(crate) mr_waits: AtomicU64,
 }
 

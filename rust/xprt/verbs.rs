@@ -602,9 +602,16 @@ impl Sizes {
             return Err(ENOMEM);
         }
         // Each queue keeps one work request for its drain (C:
-        // frwr_query_device, with RPCRDMA_MIN_SLOT_TABLE).
+        // frwr_query_device, with RPCRDMA_MIN_SLOT_TABLE), and must hold
+        // what the credits put in it: the receive queue a Receive per
+        // credit and two per backchannel credit; the send queue two work
+        // requests per Send buffer and per region (below). A device with
+        // short queues gets fewer credits, as in C, never a queue that a
+        // full window overflows.
         let room = attrs.max_qp_wr.saturating_sub(2 * BC_CREDITS + 1);
-        let max_requests = slots.min(room);
+        let send_room = (attrs.max_qp_wr.saturating_sub(2 * MRS + 1) / 2)
+            .saturating_sub(BC_CREDITS + EXTRA_SENDS);
+        let max_requests = slots.min(room).min(send_room);
         if max_requests < 4 {
             return Err(ENOMEM);
         }
@@ -617,10 +624,9 @@ impl Sizes {
         let receives = max_requests.saturating_add(2 * BC_CREDITS);
         // A region has a REG_MR and a LOCAL_INV in the send queue at most,
         // and an unsignaled REG_MR may keep its slot until the next Send
-        // completes (so one more per Send); every Send; the drain. A
-        // device with a shorter queue gets what it has, less the drain's
-        // slot, which is always kept: a post that finds it full resets the
-        // connection, and the drain must still fit.
+        // completes (so one more per Send); every Send; the drain. The
+        // credits were capped above so that this fits the device; the
+        // `min` only keeps the drain's slot should that ever change.
         let max_send_wr = sends
             .saturating_mul(2)
             .saturating_add(2 * MRS)
