@@ -12,3 +12,4 @@
 
 #include "rpcrdma_rs_helpers.h"
 #include "rpcrdma_rs_params.h"
+#include "rpcrdma_rs_trace_calls.h"

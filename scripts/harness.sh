@@ -69,7 +69,8 @@ case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
 if [ -z "$tests" ]; then
 	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_server_loss.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
-	tests="$tests nfs_inline_thresholds.sh connect_probe.sh device_tracking.sh hostile_peer.sh"
+	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh"
+	tests="$tests hostile_peer.sh"
 	# --without leaves some of the default tests out.
 	for w in $without; do
 		tests=$(tr ' ' '\n' <<<"$tests" | grep -vxF "$w" | tr '\n' ' ')

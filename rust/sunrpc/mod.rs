@@ -4,10 +4,12 @@
 //! transport instance (`struct rpc_xprt`) and its requests (`struct
 //! rpc_rqst`) here; in [`transport`], the operations sunrpc calls on an
 //! instance, the C entry points that call them, and the class
-//! registration; in [`params`], the module parameters. The class, its ops
-//! table and the field-level glue are C (`include/rpcrdma_rs_sunrpc.c`).
+//! registration; in [`params`], the module parameters; in [`trace`], the
+//! module's tracepoints. The class, its ops table and the field-level glue
+//! are C (`include/rpcrdma_rs_sunrpc.c`).
 
 pub(crate) mod params;
+pub(crate) mod trace;
 mod transport;
 
 use crate::{

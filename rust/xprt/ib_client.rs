@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RDMA device lifetime: which devices exist, so that transports using a
-//! device can be told when it is removed (the C `ib_client.c`).
+//! device can be told when it is removed (the C `ib_client.c`); a removal
+//! is traced (`rpcrdma_rs:rpcrdma_rs_device_removal`).
 
 use crate::{
     debugfs::{self, seq_print, SeqFile},
     rdma::{self, Device},
+    sunrpc::trace,
 };
 use kernel::{
     c_str, new_mutex,
@@ -56,7 +58,10 @@ impl rdma::Client for DeviceTracker {
         Ok(tracked)
     }
 
+    /// The device is going away: the connections through it are told
+    /// next, by their connection manager (`DEVICE_REMOVAL`).
     fn remove(&self, device: &Device, data: Arc<TrackedDevice>) {
+        trace::device_removal(device.name(), data.index);
         self.devices.lock().remove(&data.index);
         pr_info!("RDMA device {} removed\n", device.name());
     }

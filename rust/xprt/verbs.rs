@@ -7,7 +7,9 @@
 //! path, which registers the chunks `marshal.rs` plans (through
 //! `frwr.rs`) and posts the Send `marshal.rs` encodes; and the handlers
 //! that apply `marshal.rs`'s decisions and `frwr.rs`'s rules to what the
-//! queues report.
+//! queues report. The connection's events are traced here
+//! (`sunrpc::trace`): its attempt, private data, credit changes, reply
+//! errors, failed memory registrations and its end.
 
 use super::{
     connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
@@ -26,7 +28,11 @@ use crate::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
         MrHandler, QpCaps, Received, RecvBuf, SendBuf,
     },
-    sunrpc::{self, params, Budget, PinnedRqst, Rqst, Xprt},
+    sunrpc::{
+        self, params,
+        trace::{self, ReplyError},
+        Budget, PinnedRqst, Rqst, Xprt,
+    },
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -260,6 +266,7 @@ impl EpShared {
     /// that counted.
     fn lose(&self, why: Loss) -> bool {
         if self.live.swap(false, Ordering::AcqRel) {
+            trace::disconnect(&self.xprt, fmt!("{}", why));
             if sunrpc::ratelimit(Budget::Conn) {
                 match why {
                     // The server may only be slow: not a loss yet.
@@ -333,6 +340,12 @@ impl EpShared {
             Answer::Later => {}
             Answer::Duplicate(d) => {
                 self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
+                trace::reply_error(
+                    &self.xprt,
+                    Some(xid),
+                    ReplyError::Duplicate,
+                    fmt!("duplicate reply dropped"),
+                );
                 if sunrpc::ratelimit(Budget::Fault) {
                     pr_warn!(
                         "{}: duplicate reply dropped (xid {:#010x})\n",
@@ -346,10 +359,18 @@ impl EpShared {
         }
     }
 
-    /// Counts and logs a message that cannot be trusted, fails the Call it
-    /// names (once its memory is unreachable), and resets the connection.
-    fn bad_reply(&self, rep: Received<Self>, xid: Option<u32>, what: core::fmt::Arguments<'_>) {
+    /// Counts, logs and traces (as `kind`) a message that cannot be
+    /// trusted, fails the Call it names (once its memory is unreachable),
+    /// and resets the connection.
+    fn bad_reply(
+        &self,
+        rep: Received<Self>,
+        xid: Option<u32>,
+        kind: ReplyError,
+        what: core::fmt::Arguments<'_>,
+    ) {
         self.stats.bad_reply_count.fetch_add(1, Ordering::Relaxed);
+        trace::reply_error(&self.xprt, xid, kind, what);
         if sunrpc::ratelimit(Budget::Fault) {
             match xid {
                 Some(xid) => pr_warn!("{}: {} (xid {:#010x})\n", self.xprt.peer(), what, xid),
@@ -369,10 +390,20 @@ impl EpShared {
         let reply = match marshal::classify(rep.data()) {
             Incoming::Short => {
                 let len = rep.data().len();
-                return self.bad_reply(rep, None, fmt!("short transport header ({} bytes)", len));
+                return self.bad_reply(
+                    rep,
+                    None,
+                    ReplyError::Short,
+                    fmt!("short transport header ({} bytes)", len),
+                );
             }
             Incoming::Bad { xid, why } => {
-                return self.bad_reply(rep, xid, fmt!("bad transport header: {:?}", why));
+                return self.bad_reply(
+                    rep,
+                    xid,
+                    ReplyError::Malformed,
+                    fmt!("bad transport header: {:?}", why),
+                );
             }
             Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
                 Ok(()) => return self.repost(rep),
@@ -397,6 +428,12 @@ impl EpShared {
             // reply (a task ended by a signal or a soft timeout leaves the
             // queue before its reply comes), or one that names no Call of
             // ours. Information, as the first is no fault.
+            trace::reply_error(
+                &self.xprt,
+                Some(xid),
+                ReplyError::UnknownXid,
+                fmt!("reply for unknown XID, dropped"),
+            );
             if sunrpc::ratelimit(Budget::Info) {
                 pr_info!(
                     "{}: reply for unknown XID {:#010x}, dropped\n",
@@ -437,12 +474,20 @@ impl EpShared {
                     self.grant_logged.store(true, Ordering::Relaxed);
                 }
             }
-            if self.credits.swap(granted, Ordering::AcqRel) != granted {
+            let old = self.credits.swap(granted, Ordering::AcqRel);
+            if old != granted {
                 self.xprt.set_cwnd(granted);
+                trace::credits(&self.xprt, old, granted);
             }
         }
         if let Some(e) = reply.rdma_error() {
             self.stats.rdma_errors.fetch_add(1, Ordering::Relaxed);
+            trace::reply_error(
+                &self.xprt,
+                Some(xid),
+                ReplyError::RdmaError,
+                fmt!("RDMA_ERROR {:?}", e),
+            );
             if sunrpc::ratelimit(Budget::Fault) {
                 pr_warn!(
                     "{}: RDMA_ERROR {:?} for xid {:#010x}\n",
@@ -457,7 +502,7 @@ impl EpShared {
             Ok(outcome) => self.answer(xid, rqst, outcome, rep),
             Err(what) => {
                 drop(rqst);
-                self.bad_reply(rep, Some(xid), fmt!("{}", what));
+                self.bad_reply(rep, Some(xid), ReplyError::BadChunk, fmt!("{}", what));
             }
         }
     }
@@ -504,6 +549,7 @@ impl MrHandler for EpShared {
     fn invalidated(&self, mr: &Mr<Self>, completion: &Completion) {
         let success = completion.is_success();
         if !success {
+            self.mr_failed("LOCAL_INV", mr, completion);
             // Flushed (or failed): the QP is in the error state.
             self.connection_lost(Loss::completion("LOCAL_INV", completion));
         }
@@ -523,8 +569,20 @@ impl MrHandler for EpShared {
         self.xprt.write_space();
     }
 
-    fn reg_failed(&self, _mr: &Mr<Self>, completion: &Completion) {
+    fn reg_failed(&self, mr: &Mr<Self>, completion: &Completion) {
+        self.mr_failed("REG_MR", mr, completion);
         self.connection_lost(Loss::completion("REG_MR", completion));
+    }
+}
+
+impl EpShared {
+    /// Traces the failed `op` of `mr`, unless it was only flushed: flushes
+    /// follow every loss of the connection (whose own event says why), and
+    /// the region's failure, if any, came first.
+    fn mr_failed(&self, op: &'static str, mr: &Mr<Self>, completion: &Completion) {
+        if !completion.is_flush() {
+            trace::mr_error(&self.xprt, op, mr.index(), completion.status);
+        }
     }
 }
 
@@ -644,11 +702,33 @@ impl Sizes {
     }
 }
 
+/// How far a connection attempt got, for its trace event.
+#[derive(Default)]
+struct Attempt {
+    /// The device the route goes through, once resolved.
+    device: Option<CString>,
+    /// The credits the connection asks for, once known.
+    credits: u32,
+}
+
 impl Endpoint {
     /// Connects to the transport's server: resolves the address and
     /// route, creates the QP, posts the Receives, and connects with our
-    /// RFC 8797 private data. Sleeps.
+    /// RFC 8797 private data; traces the attempt's end. Sleeps.
     pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>) -> Result<Self> {
+        let mut attempt = Attempt::default();
+        let result = Self::establish(xprt, stats, &mut attempt);
+        trace::connect(
+            &xprt,
+            attempt.device.as_deref(),
+            result.as_ref().map(|_| ()).map_err(|e| *e),
+            attempt.credits,
+        );
+        result
+    }
+
+    /// [`Endpoint::connect`], saying in `attempt` how far it got.
+    fn establish(xprt: Xprt, stats: &Arc<Stats>, attempt: &mut Attempt) -> Result<Self> {
         let shared = Arc::pin_init(EpShared::new(xprt, stats.clone()), GFP_KERNEL)?;
         let mut id = CmId::new_in(shared.clone(), xprt.net())?;
         let dst = xprt.addr()?;
@@ -660,12 +740,15 @@ impl Endpoint {
 
         let device = id.device().ok_or(ENODEV)?;
         let device_name = CString::try_from(device.name())?;
+        // Only for the trace: without it, the event says no device.
+        attempt.device = CString::try_from(device.name()).ok();
         let responder_resources = u8::try_from(device.max_qp_rd_atom()).unwrap_or(u8::MAX);
         // The credits to ask for, the Send buffers and Receives follow the
         // transport's slot table (C: `re_max_requests` from `max_reqs`),
         // as far as the device's queues allow.
         let slots = xprt.max_reqs();
         let sizes = Sizes::for_device(&FrwrAttrs::query(&id)?, slots)?;
+        attempt.credits = sizes.max_requests;
         shared
             .max_requests
             .store(sizes.max_requests, Ordering::Relaxed);
@@ -729,17 +812,22 @@ impl Endpoint {
         ep.shared.events.await_event(CmEventKind::Established)?;
         ep.peer_private = ep.shared.events.peer_private();
         let (bytes, len) = &ep.peer_private;
-        let peer = if params::ignore_peer_private() {
-            None
-        } else {
-            bytes.get(..*len)
-        };
+        let ignored = params::ignore_peer_private();
+        let peer = if ignored { None } else { bytes.get(..*len) };
         ep.negotiated = private_data::negotiate(&local, peer);
+        let absence = peer.and_then(private_data::absence);
+        if ignored {
+            trace::private_data(&xprt, &ep.negotiated, fmt!("ignored (test hook)"));
+        } else if let Some(why) = absence {
+            trace::private_data(&xprt, &ep.negotiated, fmt!("{}", why));
+        } else {
+            trace::private_data(&xprt, &ep.negotiated, fmt!("received"));
+        }
         // Once per connection; not when told to ignore what the server
         // sent (a choice of ours, not the server's fault).
         // Information: RFC 8797 private data is optional, and its defaults
         // serve.
-        if let Some(why) = peer.and_then(private_data::absence) {
+        if let Some(why) = absence {
             if sunrpc::ratelimit(Budget::Info) {
                 pr_info!(
                     "{}: no RPC-over-RDMA private data from the server ({}); inline thresholds {}/{}\n",
@@ -883,8 +971,11 @@ impl Endpoint {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         let shared = &self.shared;
-        // Closed on purpose: not a loss to report.
-        shared.live.store(false, Ordering::Release);
+        // Closed on purpose: not a loss to report, but the end of the
+        // connection all the same (unless a loss was reported before).
+        if shared.live.swap(false, Ordering::AcqRel) {
+            trace::disconnect(&shared.xprt, fmt!("closed"));
+        }
         // Nothing is posted from here on; regions stay held (and
         // `buf_free` waits) until the drain below.
         *shared.gate.lock() = Gate::Closing;

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tracepoints of rpcrdma_rs.ko (rpcrdma_rs_trace.h, instantiated
+ * here), and the plain functions Rust fires them through
+ * (rpcrdma_rs_trace_calls.h): the trace_*() calls are static inline, and
+ * their static keys keep them to a patched-out branch while the event is
+ * off.  Each function tests its key first, so that a disabled event costs
+ * the call and that branch, no RCU read lock.
+ */
+#include <linux/rcupdate.h>
+#include <linux/sunrpc/xprt.h>
+
+#include "rpcrdma_rs_trace_calls.h"
+
+#define CREATE_TRACE_POINTS
+#include "rpcrdma_rs_trace.h"
+
+/*
+ * The server's address as sunrpc shows it.  sysfs (dstaddr) replaces the
+ * string and frees the old one after an RCU grace period, as for
+ * rpcrdma_rs_xprt_peer(): the caller holds the RCU read lock until the
+ * event has copied it.
+ */
+static const char *rpcrdma_rs_trace_peer(const struct rpc_xprt *xprt)
+{
+	const char *addr;
+
+	addr = rcu_dereference_raw(xprt->address_strings[RPC_DISPLAY_ADDR]);
+	return addr ? addr : "?";
+}
+
+void rpcrdma_rs_trace_connect(const struct rpc_xprt *xprt, const char *device,
+			      size_t device_len, int result, u32 credits)
+{
+	if (!trace_rpcrdma_rs_connect_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_connect(rpcrdma_rs_trace_peer(xprt), device,
+				 device_len, result, credits);
+	rcu_read_unlock();
+}
+
+bool rpcrdma_rs_trace_disconnect_enabled(void)
+{
+	return trace_rpcrdma_rs_disconnect_enabled();
+}
+
+void rpcrdma_rs_trace_disconnect(const struct rpc_xprt *xprt,
+				 const char *reason, size_t reason_len)
+{
+	if (!trace_rpcrdma_rs_disconnect_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_disconnect(rpcrdma_rs_trace_peer(xprt), reason,
+				    reason_len);
+	rcu_read_unlock();
+}
+
+bool rpcrdma_rs_trace_private_data_enabled(void)
+{
+	return trace_rpcrdma_rs_private_data_enabled();
+}
+
+void rpcrdma_rs_trace_private_data(const struct rpc_xprt *xprt, bool valid,
+				   u32 peer_send, u32 peer_recv,
+				   bool peer_rinv, u32 inline_send,
+				   u32 inline_recv, const char *status,
+				   size_t status_len)
+{
+	if (!trace_rpcrdma_rs_private_data_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_private_data(rpcrdma_rs_trace_peer(xprt), valid,
+				      peer_send, peer_recv, peer_rinv,
+				      inline_send, inline_recv, status,
+				      status_len);
+	rcu_read_unlock();
+}
+
+bool rpcrdma_rs_trace_reply_error_enabled(void)
+{
+	return trace_rpcrdma_rs_reply_error_enabled();
+}
+
+void rpcrdma_rs_trace_reply_error(const struct rpc_xprt *xprt, u32 xid,
+				  const char *kind, size_t kind_len,
+				  const char *detail, size_t detail_len)
+{
+	if (!trace_rpcrdma_rs_reply_error_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_reply_error(rpcrdma_rs_trace_peer(xprt), xid, kind,
+				     kind_len, detail, detail_len);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_credits(const struct rpc_xprt *xprt, u32 old, u32 new)
+{
+	if (!trace_rpcrdma_rs_credits_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_credits(rpcrdma_rs_trace_peer(xprt), old, new);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_mr_error(const struct rpc_xprt *xprt, const char *op,
+			       size_t op_len, u32 mr, u32 status)
+{
+	if (!trace_rpcrdma_rs_mr_error_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_mr_error(rpcrdma_rs_trace_peer(xprt), op, op_len, mr,
+				  status);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_device_removal(const char *device, size_t device_len,
+				     u32 index)
+{
+	trace_rpcrdma_rs_device_removal(device, device_len, index);
+}
