@@ -129,6 +129,7 @@ rdma_xprt_registered() {
 # and fails (see rdma_mount_carrier_ok). The mount is bounded (120 s, as
 # long as mount.nfs retries by itself) and killed after it: a hard mount
 # of a server that does not answer must not hold a test up for ever.
+# NFS_MOUNT_OPTS, if set, adds mount options (e.g. rsize=262144).
 nfs_mount() {
 	local vers=$1 mnt=$2 proto=${3:-rdma} addr=$SERVER_IP4 server path=/ opts
 	opts="vers=$vers,proto=$proto"
@@ -142,6 +143,7 @@ nfs_mount() {
 		opts="$opts,nolock"
 		path=/srv/export
 	fi
+	opts="$opts${NFS_MOUNT_OPTS:+,$NFS_MOUNT_OPTS}"
 	mkdir -p "$mnt"
 	timeout -s KILL 120 mount -t nfs -o "$opts" "$server:$path" "$mnt" || return 1
 	case "$proto" in
