@@ -7,6 +7,7 @@
  * off.  Each function tests its key first, so that a disabled event costs
  * the call and that branch, no RCU read lock.
  */
+#include <linux/minmax.h>
 #include <linux/rcupdate.h>
 #include <linux/sunrpc/xprt.h>
 
@@ -14,6 +15,16 @@
 
 #define CREATE_TRACE_POINTS
 #include "rpcrdma_rs_trace.h"
+
+/*
+ * The lengths come from Rust, which keeps each string within
+ * RPCRDMA_RS_TRACE_STR_MAX; the events hold them to it all the same, as
+ * __string_len stores the length in 16 bits.
+ */
+static size_t rs_len(size_t len)
+{
+	return min_t(size_t, len, RPCRDMA_RS_TRACE_STR_MAX);
+}
 
 /*
  * The server's address as sunrpc shows it.  sysfs (dstaddr) replaces the
@@ -25,7 +36,7 @@ static const char *rpcrdma_rs_trace_peer(const struct rpc_xprt *xprt)
 {
 	const char *addr;
 
-	addr = rcu_dereference_raw(xprt->address_strings[RPC_DISPLAY_ADDR]);
+	addr = rcu_dereference(xprt->address_strings[RPC_DISPLAY_ADDR]);
 	return addr ? addr : "?";
 }
 
@@ -36,7 +47,7 @@ void rpcrdma_rs_trace_connect(const struct rpc_xprt *xprt, const char *device,
 		return;
 	rcu_read_lock();
 	trace_rpcrdma_rs_connect(rpcrdma_rs_trace_peer(xprt), device,
-				 device_len, result, credits);
+				 rs_len(device_len), result, credits);
 	rcu_read_unlock();
 }
 
@@ -52,7 +63,7 @@ void rpcrdma_rs_trace_disconnect(const struct rpc_xprt *xprt,
 		return;
 	rcu_read_lock();
 	trace_rpcrdma_rs_disconnect(rpcrdma_rs_trace_peer(xprt), reason,
-				    reason_len);
+				    rs_len(reason_len));
 	rcu_read_unlock();
 }
 
@@ -73,7 +84,7 @@ void rpcrdma_rs_trace_private_data(const struct rpc_xprt *xprt, bool valid,
 	trace_rpcrdma_rs_private_data(rpcrdma_rs_trace_peer(xprt), valid,
 				      peer_send, peer_recv, peer_rinv,
 				      inline_send, inline_recv, status,
-				      status_len);
+				      rs_len(status_len));
 	rcu_read_unlock();
 }
 
@@ -90,7 +101,8 @@ void rpcrdma_rs_trace_reply_error(const struct rpc_xprt *xprt, u32 xid,
 		return;
 	rcu_read_lock();
 	trace_rpcrdma_rs_reply_error(rpcrdma_rs_trace_peer(xprt), xid, kind,
-				     kind_len, detail, detail_len);
+				     rs_len(kind_len), detail,
+				     rs_len(detail_len));
 	rcu_read_unlock();
 }
 
@@ -109,13 +121,13 @@ void rpcrdma_rs_trace_mr_error(const struct rpc_xprt *xprt, const char *op,
 	if (!trace_rpcrdma_rs_mr_error_enabled())
 		return;
 	rcu_read_lock();
-	trace_rpcrdma_rs_mr_error(rpcrdma_rs_trace_peer(xprt), op, op_len, mr,
-				  status);
+	trace_rpcrdma_rs_mr_error(rpcrdma_rs_trace_peer(xprt), op,
+				  rs_len(op_len), mr, status);
 	rcu_read_unlock();
 }
 
 void rpcrdma_rs_trace_device_removal(const char *device, size_t device_len,
 				     u32 index)
 {
-	trace_rpcrdma_rs_device_removal(device, device_len, index);
+	trace_rpcrdma_rs_device_removal(device, rs_len(device_len), index);
 }

@@ -184,7 +184,9 @@ TRACE_EVENT(rpcrdma_rs_mr_error,
 
 /*
  * An RDMA device is going away.  Each connection through it is lost
- * after this, with rpcrdma_rs_disconnect reason=DEVICE_REMOVAL.
+ * after this, with rpcrdma_rs_disconnect reason=DEVICE_REMOVAL.  It also
+ * fires for every device when the module unloads (no connection is left
+ * then).
  */
 TRACE_EVENT(rpcrdma_rs_device_removal,
 	TP_PROTO(const char *device, size_t device_len, u32 index),

@@ -16,6 +16,8 @@
 //!   Reply (RFC 8166, section 3.5), as the Linux client makes it.
 //! - [`credits`]: the requester's view of the responder's credit grant
 //!   (RFC 8166, section 3.3.1).
+//! - [`xid_index`]: a map from XID to record slot in a table the caller
+//!   owns.
 
 #![forbid(unsafe_code)]
 // The kernel builds with overflow checks on and a panic is fatal there:
@@ -37,6 +39,7 @@ pub mod credits;
 pub mod header;
 pub mod private_data;
 pub mod xdr;
+pub mod xid_index;
 
 /// The only RPC-over-RDMA version this code speaks (RFC 8166, section 4.2.2;
 /// C: `RPCRDMA_VERSION`).

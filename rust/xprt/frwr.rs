@@ -39,7 +39,7 @@
 
 use crate::{
     errno,
-    proto::header::Segment,
+    proto::{header::Segment, xid_index},
     rdma::{Mapped, Mr, MrHandler, Piece, RemoteInvalidation},
     sunrpc,
 };
@@ -276,8 +276,13 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// [`MrPool::take_record`] took out of it.
     fn put_record(&mut self, slot: usize, rec: Record<P>) {
         if let Some(entry) = self.records.get_mut(slot) {
-            // Room for every slot's XID (`XidIndex::new`).
-            self.index.insert(rec.xid, slot);
+            // The index has room for every slot's XID (`XidIndex::new`)
+            // and XIDs are unique (`register`): this cannot fail. Were it
+            // to, `find` would miss the record and `buf_free` would not
+            // wait for its regions; say so loudly.
+            if !self.index.insert(rec.xid, slot) {
+                pr_err!("record index full: RPC {:#010x} untracked\n", rec.xid);
+            }
             *entry = Some(rec);
         }
     }
@@ -725,129 +730,39 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 }
 
-/// An open-addressing map from XID to record slot, with linear probing.
-///
-/// # Invariants
-///
-/// `table.len()` is a power of two, `mask` is one less, and the table is
-/// at most half full (it has room for twice the slots it indexes, and
-/// each slot has one XID at most), so a probe always ends at an empty
-/// entry. An entry is `(slot + 1) << 32 | xid`, 0 when empty; every entry
-/// sits between its XID's home and the first empty entry after it.
+/// The table of [`xid_index`], which holds its invariants: a power of
+/// two at least twice as long as the slots it maps.
 struct XidIndex {
     table: KVVec<u64>,
-    mask: usize,
-    /// log2 of `table.len()`.
-    bits: u32,
 }
 
 impl XidIndex {
     const fn empty() -> Self {
         Self {
             table: KVVec::new(),
-            mask: 0,
-            bits: 0,
         }
     }
 
     /// Room for `slots` XIDs.
     fn new(slots: usize) -> Result<Self> {
-        let size = slots
-            .checked_mul(2)
-            .and_then(usize::checked_next_power_of_two)
-            .ok_or(EINVAL)?
-            .max(2);
-        let mut table = KVVec::with_capacity(size, GFP_KERNEL)?;
-        for _ in 0..size {
+        let len = xid_index::table_len(slots).ok_or(EINVAL)?;
+        let mut table = KVVec::with_capacity(len, GFP_KERNEL)?;
+        for _ in 0..len {
             table.push(0, GFP_KERNEL)?;
         }
-        // INVARIANT: a power of two, empty.
-        Ok(Self {
-            table,
-            mask: size - 1,
-            bits: size.trailing_zeros(),
-        })
-    }
-
-    /// Where `xid`'s probe starts: the top bits of a multiplicative hash,
-    /// which all of the XID's bits reach (sunrpc counts XIDs up, in
-    /// either byte order).
-    fn home(&self, xid: u32) -> usize {
-        let h = (xid ^ (xid >> 16)).wrapping_mul(0x9e37_79b1);
-        (h.checked_shr(32 - self.bits).unwrap_or(0) as usize) & self.mask
-    }
-
-    /// The position of `xid`'s entry.
-    fn position(&self, xid: u32) -> Option<usize> {
-        let mut i = self.home(xid);
-        for _ in 0..self.table.len() {
-            let e = *self.table.get(i)?;
-            if e == 0 {
-                return None;
-            }
-            if e as u32 == xid {
-                return Some(i);
-            }
-            i = (i + 1) & self.mask;
-        }
-        None
+        Ok(Self { table })
     }
 
     fn find(&self, xid: u32) -> Option<usize> {
-        let e = *self.table.get(self.position(xid)?)?;
-        usize::try_from((e >> 32).checked_sub(1)?).ok()
+        xid_index::find(&self.table, xid)
     }
 
-    /// Maps `xid` to `slot`, replacing what it was mapped to.
-    fn insert(&mut self, xid: u32, slot: usize) {
-        let Some(entry) = u64::try_from(slot)
-            .ok()
-            .and_then(|s| s.checked_add(1))
-            .filter(|&s| s <= u64::from(u32::MAX))
-            .map(|s| s << 32 | u64::from(xid))
-        else {
-            return;
-        };
-        let mut i = self.home(xid);
-        for _ in 0..self.table.len() {
-            let Some(e) = self.table.get_mut(i) else {
-                return;
-            };
-            if *e == 0 || *e as u32 == xid {
-                *e = entry;
-                return;
-            }
-            i = (i + 1) & self.mask;
-        }
+    fn insert(&mut self, xid: u32, slot: usize) -> bool {
+        xid_index::insert(&mut self.table, xid, slot)
     }
 
-    /// Unmaps `xid`. The entries after it move back into the hole where
-    /// their probe would otherwise stop early.
     fn remove(&mut self, xid: u32) {
-        let Some(mut hole) = self.position(xid) else {
-            return;
-        };
-        let mut j = hole;
-        for _ in 0..self.table.len() {
-            j = (j + 1) & self.mask;
-            let e = self.table.get(j).copied().unwrap_or(0);
-            if e == 0 {
-                break;
-            }
-            // The entry at `j` may fill the hole unless its home lies
-            // after the hole (cyclically), up to `j`.
-            let from_home = j.wrapping_sub(self.home(e as u32)) & self.mask;
-            let from_hole = j.wrapping_sub(hole) & self.mask;
-            if from_home >= from_hole {
-                if let Some(h) = self.table.get_mut(hole) {
-                    *h = e;
-                }
-                hole = j;
-            }
-        }
-        if let Some(h) = self.table.get_mut(hole) {
-            *h = 0;
-        }
+        xid_index::remove(&mut self.table, xid)
     }
 }
 
