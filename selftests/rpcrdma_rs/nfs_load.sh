@@ -11,7 +11,8 @@
 #   NFSv3 transport is asked for more RPCs than its 128 slots (some wait
 #   in the backlog, which mountstats counts), and for more memory regions
 #   than its pool of 256 over rxe (where a 1 MiB chunk takes 8): with
-#   rpcrdma_rs, Sends must have waited for regions (its mr_waits). A
+#   rpcrdma_rs, a burst of 48 1 MiB writes in flight must make Sends wait
+#   for regions (its mr_waits; the load's own count is printed). A
 #   connection has 152 Send buffers for 128 credits, so Sends rarely wait
 #   for one; how often is printed (empty_sendctx_q), not required. Every
 #   job must write all its data and read all of it back verified, no reply
@@ -82,7 +83,7 @@ mountpoint -q "$scratch" || mount -t tmpfs -o size=64m tmpfs "$scratch"
 D_RS_CONNECTED="rpcrdma_rs lists at least 5 transports to the server, all connected"
 D_RS_LOAD_MRS="after the load every transport has all 256 MRs free"
 D_RS_FAULT_MRS="every MR is back on the free list" # after "failslab: " etc.
-D_RS_MR_WAITS="the 1 MiB jobs ran the MR pool dry: Sends waited for regions (mr_waits)"
+D_RS_MR_WAITS="48 1 MiB writes in flight ran the MR pool dry: Sends waited for regions (mr_waits)"
 RS_WHY="rpcrdma_rs's debugfs xprts report; the C transport has none"
 
 # rs_check DESC COMMAND...: a case about rpcrdma_rs's own report.
@@ -154,22 +155,30 @@ rs_transports() {
 		END { print n + 0, c + 0, f + 0 }' "$xprts" 2>/dev/null
 }
 
+# rs_sum_field NAME: NAME summed over rpcrdma_rs's transports to the
+# server (the largest value for region_pages).
+rs_sum_field() {
+	awk -v a="xprt $SERVER_IP4" -v k="$1" '
+		/^xprt / { cur = ($0 == a); next }
+		!cur || $1 != k { next }
+		{ s += $2; if ($2 > m) m = $2 }
+		END { print (k == "region_pages") ? m + 0 : s + 0 }' "$xprts" 2>/dev/null
+}
+
 # rs_pool_ran_dry: an RPC of the NFSv3 mount's wsize needs
 # ceil(wsize pages / region pages) regions; where that is more than two,
-# 128 of them need more than the 256 a connection has, and the load (32
-# 1 MiB writes and 256 4 KiB ones in flight per mount) must have made
-# Sends wait for regions. Where it is not (siw maps 1 MiB in one region),
-# the credits run out first: said, and skipped.
+# 48 1 MiB writes in flight at once on that one transport need more than
+# its 256 regions (384 over rxe), and Sends must wait for regions. The
+# load above may or may not have got there (how many of its 1 MiB writes
+# are in flight together is the scheduler's): its count is printed, and
+# a burst of its own decides. Where an RPC takes two regions or fewer
+# (siw maps 1 MiB in one) the credits run out first: said, and skipped.
 rs_pool_ran_dry() {
-	local pages waits wsize need
-	read -r pages waits < <(awk -v a="xprt $SERVER_IP4" '
-		/^xprt / { cur = ($0 == a); next }
-		!cur { next }
-		$1 == "region_pages" && $2 > p { p = $2 }
-		$1 == "mr_waits" { w += $2 }
-		END { print p + 0, w + 0 }' "$xprts" 2>/dev/null)
+	local pages waits0 waits1 wsize need
+	pages=$(rs_sum_field region_pages)
+	waits0=$(rs_sum_field mr_waits)
 	wsize=$(awk -v m="$mnt3" '$2 == m { if (match($4, /wsize=[0-9]+/)) print substr($4, RSTART + 6, RLENGTH - 6) }' /proc/mounts)
-	tap_diag "wsize ${wsize:-?}; regions of ${pages:-?} pages; Sends that waited for regions: ${waits:-?};" \
+	tap_diag "wsize ${wsize:-?}; regions of ${pages:-?} pages; the load's Sends that waited for regions: ${waits0:-?};" \
 		"Sends that waited for a Send buffer: $(mountstats_field "$mnt3" 26) (NFSv3 mount)"
 	if [ "${pages:-0}" -gt 0 ] && [ "${wsize:-0}" -gt 0 ]; then
 		need=$(((wsize / 4096 + pages - 1) / pages))
@@ -178,7 +187,12 @@ rs_pool_ran_dry() {
 			return 0
 		fi
 	fi
-	tap_check "$D_RS_MR_WAITS" [ "${waits:-0}" -gt 0 ]
+	timeout -k 10 180 fio --name=pool --directory="$mnt3/load-v3" --rw=write --bs=1M --size=48M \
+		--iodepth=48 --ioengine=libaio --direct=1 --output="$LOG_DIR/fio-pool.txt" \
+		>/dev/null 2>>"$log" || tap_diag "the 48-deep burst's fio failed (see fio-pool.txt)"
+	waits1=$(rs_sum_field mr_waits)
+	tap_diag "Sends that waited for regions during a burst of 48 1 MiB writes: $((waits1 - waits0))"
+	tap_check "$D_RS_MR_WAITS" [ $((waits1 - waits0)) -gt 0 ]
 }
 
 rs_report() { grep -E '^xprt|connected|mrs_free' "$xprts" 2>/dev/null | tr -s ' \n' ' '; }
