@@ -215,11 +215,12 @@ mount_xprt_line() {
 	[ -z "$lines" ] || printf '%s\n' "${lines%%$'\n'*}"
 }
 
-# mount_xprt_lines MNT: every "xprt:" line of the NFS mount at MNT, one
-# per transport (nconnect).
+# mount_xprt_lines MNT [FILE]: every "xprt:" line of the NFS mount at MNT,
+# one per transport (nconnect), in FILE (a copy of mountstats) or
+# /proc/self/mountstats.
 mount_xprt_lines() {
 	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "xprt:" { print }' /proc/self/mountstats
+		found && $1 == "xprt:" { print }' "${2:-/proc/self/mountstats}"
 }
 
 # mount_uses MNT XPRT: the mount at MNT runs over transport XPRT.

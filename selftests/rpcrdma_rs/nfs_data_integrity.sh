@@ -60,8 +60,7 @@ nfs_utils_read() {
 	local out labels line sends writes mrs snap=$scratch/mountstats.copy
 	cp /proc/self/mountstats "$snap" || return 1
 	out=$(mountstats -f "$snap" --xprt "$1" 2>&1) || { tap_diag "mountstats: $out"; return 1; }
-	line=$(awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "xprt:" { print; exit }' "$snap")
+	line=$(mount_xprt_lines "$1" "$snap" | head -1)
 	labels=$(sed -n 's/^[[:space:]]*\([^:]*\): .*/\1/p' <<<"$out" | paste -sd'|')
 	if [ "$labels" != "$MOUNTSTATS_LABELS" ]; then
 		tap_diag "mountstats printed: $labels"

@@ -155,14 +155,14 @@ rs_transports() {
 		END { print n + 0, c + 0, f + 0 }' "$xprts" 2>/dev/null
 }
 
-# rs_sum_field NAME: NAME summed over rpcrdma_rs's transports to the
-# server (the largest value for region_pages).
-rs_sum_field() {
-	awk -v a="xprt $SERVER_IP4" -v k="$1" '
+# rs_field NAME sum|max: NAME over rpcrdma_rs's transports to the
+# server, summed or the largest.
+rs_field() {
+	awk -v a="xprt $SERVER_IP4" -v k="$1" -v op="$2" '
 		/^xprt / { cur = ($0 == a); next }
 		!cur || $1 != k { next }
 		{ s += $2; if ($2 > m) m = $2 }
-		END { print (k == "region_pages") ? m + 0 : s + 0 }' "$xprts" 2>/dev/null
+		END { print (op == "max") ? m + 0 : s + 0 }' "$xprts" 2>/dev/null
 }
 
 # rs_pool_ran_dry: an RPC of the NFSv3 mount's wsize needs
@@ -175,8 +175,8 @@ rs_sum_field() {
 # (siw maps 1 MiB in one) the credits run out first: said, and skipped.
 rs_pool_ran_dry() {
 	local pages waits0 waits1 wsize need
-	pages=$(rs_sum_field region_pages)
-	waits0=$(rs_sum_field mr_waits)
+	pages=$(rs_field region_pages max)
+	waits0=$(rs_field mr_waits sum)
 	wsize=$(awk -v m="$mnt3" '$2 == m { if (match($4, /wsize=[0-9]+/)) print substr($4, RSTART + 6, RLENGTH - 6) }' /proc/mounts)
 	tap_diag "wsize ${wsize:-?}; regions of ${pages:-?} pages; the load's Sends that waited for regions: ${waits0:-?};" \
 		"Sends that waited for a Send buffer: $(mountstats_field "$mnt3" 26) (NFSv3 mount)"
@@ -190,7 +190,7 @@ rs_pool_ran_dry() {
 	timeout -k 10 180 fio --name=pool --directory="$mnt3/load-v3" --rw=write --bs=1M --size=48M \
 		--iodepth=48 --ioengine=libaio --direct=1 --output="$LOG_DIR/fio-pool.txt" \
 		>/dev/null 2>>"$log" || tap_diag "the 48-deep burst's fio failed (see fio-pool.txt)"
-	waits1=$(rs_sum_field mr_waits)
+	waits1=$(rs_field mr_waits sum)
 	tap_diag "Sends that waited for regions during a burst of 48 1 MiB writes: $((waits1 - waits0))"
 	tap_check "$D_RS_MR_WAITS" [ $((waits1 - waits0)) -gt 0 ]
 }

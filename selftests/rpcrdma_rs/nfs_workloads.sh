@@ -72,17 +72,6 @@ list_big_dir() {
 
 positive() { [ "${1:-0}" -gt 0 ] 2>/dev/null; }
 
-# direct_reads_written_once DIR: 8 MiB read back in exactly 8 whole 1 MiB
-# O_DIRECT READs, each reply's data in a Write chunk. svcrdma counts an
-# RDMA Write (rdma_stat_write) for each segment it fills, and a READ's
-# data fills every segment offered, so while only these READs run the
-# server's Writes and the client's Write segments are the same number,
-# seen from both ends. The file is opened before the counters are read
-# and closed after (NFSv4 OPEN and CLOSE replies may come in Reply
-# chunks, which the server's count includes), and no READ reaches the end
-# of the file (one would fill nothing). Both clients count a segment as
-# they encode it; no marshalling is retried when nothing else is in
-# flight.
 # iproute2_shows_it: iproute2's rdma tool shows the mount's connection
 # as the transport's own: a connection manager identifier to the server's
 # port 20049 made by the transport's module (rpcrdma_rs, or rpcrdma for
@@ -106,6 +95,17 @@ iproute2_shows_it() {
 	grep -Eq ' [a-z_]*(sent|rcvd)_pkts [1-9]' <<<"$stats"
 }
 
+# direct_reads_written_once DIR: 8 MiB read back in exactly 8 whole 1 MiB
+# O_DIRECT READs, each reply's data in a Write chunk. svcrdma counts an
+# RDMA Write (rdma_stat_write) for each segment it fills, and a READ's
+# data fills every segment offered, so while only these READs run the
+# server's Writes and the client's Write segments are the same number,
+# seen from both ends. The file is opened before the counters are read
+# and closed after (NFSv4 OPEN and CLOSE replies may come in Reply
+# chunks, which the server's count includes), and no READ reaches the end
+# of the file (one would fill nothing). Both clients count a segment as
+# they encode it; no marshalling is retried when nothing else is in
+# flight.
 tell_reader() { [ -n "${READER[1]:-}" ] && echo "$1" >&"${READER[1]}"; }
 direct_reads_written_once() {
 	local f=$1/direct8m w0="" w1="" s0 s1 r0 r1 sum line rc=0
