@@ -299,6 +299,17 @@ server_rdma_stat() {
 	server_output "$1" "cat /proc/sys/sunrpc/svc_rdma/rdma_stat_$2"
 }
 
+# arm_disconnect: the next transmission of any RPC client transport in
+# this guest closes its connection (fail_sunrpc: xprt_inject_disconnect),
+# once. Writing 0 to /sys/kernel/debug/fail_sunrpc/times disarms it.
+arm_disconnect() {
+	local f=/sys/kernel/debug/fail_sunrpc
+	echo 0 >"$f/verbose" && echo 1 >"$f/ignore-server-disconnect" &&
+		echo N >"$f/ignore-client-disconnect" &&
+		echo 100 >"$f/probability" && echo 1 >"$f/interval" &&
+		echo 1 >"$f/times"
+}
+
 # mountstats_field MNT N: field N (1-based, after "xprt: rdma") of the
 # mount's transport line, in the C transport's order: 3 connect_count,
 # 11 read_chunk_count, 12 write_chunk_count, 13 reply_chunk_count,

@@ -467,15 +467,6 @@ deleg_returned() {
 
 connects41() { mountstats_field "$mnt41" 3; }
 
-# arm_disconnect: the next transmission of any RPC client transport in
-# this guest closes its connection (xprt_inject_disconnect), once.
-arm_disconnect() {
-	echo 0 >"$fail_sunrpc/verbose" && echo 1 >"$fail_sunrpc/ignore-server-disconnect" &&
-		echo N >"$fail_sunrpc/ignore-client-disconnect" &&
-		echo 100 >"$fail_sunrpc/probability" && echo 1 >"$fail_sunrpc/interval" &&
-		echo 1 >"$fail_sunrpc/times"
-}
-
 # reconnect: a disconnect injected, and the mount's connection count rises
 # (within 60 s; re-armed every 15 s should another transport have taken
 # it). O_DIRECT reads of a file the server made are the traffic: they go

@@ -190,10 +190,7 @@ inject_disconnect() {
 		return 1
 	}
 	before=$(mountstats_field "$mnt" 3)
-	echo 0 >"$fail_sunrpc/verbose" && echo 1 >"$fail_sunrpc/ignore-server-disconnect" &&
-		echo N >"$fail_sunrpc/ignore-client-disconnect" &&
-		echo 100 >"$fail_sunrpc/probability" && echo 1 >"$fail_sunrpc/interval" &&
-		echo 1 >"$fail_sunrpc/times" || return 1
+	arm_disconnect || return 1
 	while ((SECONDS < deadline)); do
 		timeout -s KILL 30 dd if="$mnt/trace.bin" of=/dev/null bs=4k iflag=direct \
 			status=none 2>>"$log"
