@@ -294,13 +294,13 @@ pub struct Negotiated {
 ///   reported by the Receive completion whatever this flag says, and use
 ///   the flag only as information.
 ///
-/// Our own sizes are used as given, like C does with the sysctl values
-/// (which the sysctl keeps between 1 KiB and 64 KiB), also when they are
-/// not a multiple of 1 KiB: the private data we send says them rounded
-/// down to whole KiB ([`encode_size`], which for these sizes is C's
-/// `(size >> 10) - 1`), while our thresholds are at most the exact sizes.
-/// So with a receive size of 1500 we advertise 1024, and take replies of up
-/// to 1500 bytes (if the peer's send size allows) to come inline.
+/// Our own sizes are used as given, also when they are not a multiple of
+/// 1 KiB, as C uses its sysctl values: the private data we send says them
+/// rounded down to whole KiB ([`encode_size`], which for sizes of 1 KiB
+/// to 64 KiB is C's `(size >> 10) - 1`), while our thresholds are at most
+/// the exact sizes. (The kernel transport rounds its module parameters
+/// down to whole KiB before it calls this, so that what it offers and
+/// what it expects agree.)
 pub fn negotiate(local: &LocalSettings, peer_buf: Option<&[u8]>) -> Negotiated {
     let peer = peer_buf.and_then(find).map(|(_, pd)| pd);
     let (peer_send, peer_recv, peer_rinv) = match &peer {

@@ -9,7 +9,7 @@
 
 use crate::{
     errno,
-    proto::private_data::LocalSettings,
+    proto::private_data::{self, LocalSettings},
     rdma::{CmEvent, CmEventKind, CmHandler, ConnParam},
     sunrpc::params,
 };
@@ -37,10 +37,10 @@ pub(crate) fn local() -> LocalSettings {
     }
 }
 
-/// `size` rounded down to a multiple of 1024 (the parameters are at
-/// least 1024).
+/// `size` as the private data can say it: rounded down to a multiple of
+/// 1024 (the parameters are 1024 to 65536).
 fn whole_kib(size: u32) -> u32 {
-    size & !1023
+    private_data::decode_size(private_data::encode_size(size))
 }
 
 /// Address and route resolution time limit (C: RDMA_RESOLVE_TIMEOUT).
