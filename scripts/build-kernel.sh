@@ -4,28 +4,31 @@
 # Build the Rust-enabled test kernel from Debian's linux-source-6.12 into the
 # cache directory, keyed by kernel version, config fragment, rustc and
 # bindgen.  A build whose key matches is reused.  Prints the build tree.
+# KERNEL_FLAVOR=bench builds the benchmark kernel instead (scripts/lib.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dir=$(kernel_dir)
 if [ -f "$dir/.rpcrdma-rs-complete" ]; then
-	log "test kernel is cached: $dir"
+	log "$KERNEL_FLAVOR kernel is cached: $dir"
 	echo "$dir"
 	exit 0
 fi
 
 [ -f "$KERNEL_SOURCE_TARBALL" ] || die "no $KERNEL_SOURCE_TARBALL (run scripts/setup.sh)"
 top=$(dirname "$dir")
-log "building the test kernel in $dir (about 20 minutes with -j$JOBS)"
+log "building the $KERNEL_FLAVOR kernel in $dir (about 15 minutes with -j$JOBS)"
 rm -rf "$top"
 mkdir -p "$top"
+fragment=$top/fragment.config
+kernel_fragment >"$fragment"
 tar -xf "$KERNEL_SOURCE_TARBALL" -C "$top"
 mv "$top/linux-source-6.12" "$dir"
 cd "$dir"
 
 # A virtme-ng base (what its guests need to boot), then the fragment over it.
 virtme-configkernel --defconfig "${KMAKE_VARS[@]}" >"$top/config.log" 2>&1
-scripts/kconfig/merge_config.sh -m .config "$KERNEL_CONFIG_FRAGMENT" >>"$top/config.log" 2>&1
+scripts/kconfig/merge_config.sh -m .config "$fragment" >>"$top/config.log" 2>&1
 make -s olddefconfig "${KMAKE_VARS[@]}"
 
 # Every option the fragment sets must have survived olddefconfig.
@@ -38,11 +41,11 @@ while IFS= read -r line; do
 		sym=${line#\# }; sym=${sym%% *}
 		if grep -q "^$sym=" .config; then log "config: $sym is still set"; bad=1; fi ;;
 	esac
-done <"$KERNEL_CONFIG_FRAGMENT"
+done <"$fragment"
 [ "$bad" = 0 ] || die "the config fragment does not apply cleanly"
 
 make -j"$JOBS" bzImage modules "${KMAKE_VARS[@]}" >"$top/build.log" 2>&1 ||
 	{ tail -40 "$top/build.log" >&2; die "kernel build failed (log: $top/build.log)"; }
 touch .rpcrdma-rs-complete
-log "test kernel built: $dir"
+log "$KERNEL_FLAVOR kernel built: $dir"
 echo "$dir"

@@ -39,7 +39,25 @@ build_peer() {
 }
 die() { printf '[rpcrdma-rs] error: %s\n' "$*" >&2; exit 1; }
 
-# The cache key of the test kernel: everything the build depends on.
+# Two kernels are built from the same source: "test" (the default), with
+# the debugging options the tests rely on, and "bench" (KERNEL_FLAVOR=bench,
+# scripts/bench.sh), the same configuration without them. The bench
+# fragment is the test fragment with its debugging and fault-injection
+# section cut out, then config.bench over it.
+KERNEL_FLAVOR=${KERNEL_FLAVOR:-test}
+KERNEL_BENCH_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.bench
+kernel_fragment() {
+	case "$KERNEL_FLAVOR" in
+	test) cat "$KERNEL_CONFIG_FRAGMENT" ;;
+	bench)
+		sed '/^# Debugging options the tests rely on/,/^# No debug info/{/^# No debug info/!d}' \
+			"$KERNEL_CONFIG_FRAGMENT"
+		cat "$KERNEL_BENCH_FRAGMENT" ;;
+	*) die "KERNEL_FLAVOR is test or bench, not $KERNEL_FLAVOR" ;;
+	esac
+}
+
+# The cache key of a kernel: everything its build depends on.
 # Bump KERNEL_RECIPE when the way the kernel is built changes.
 KERNEL_RECIPE=1
 kernel_cache_key() {
@@ -51,11 +69,13 @@ kernel_cache_key() {
 		echo "kernel=$kver"
 		echo "rustc=$rver"
 		echo "bindgen=$BINDGEN_VERSION"
-		cat "$KERNEL_CONFIG_FRAGMENT"
+		kernel_fragment
 	} | sha256sum | cut -c1-16
 }
 
-# The directory of the cached test kernel build tree for the current key.
+# The directory of the cached kernel build tree of this flavor and key.
 kernel_dir() {
-	echo "$RPCRDMA_RS_CACHE/kernel-$(kernel_cache_key)/linux"
+	local prefix=kernel
+	[ "$KERNEL_FLAVOR" = test ] || prefix=kernel-$KERNEL_FLAVOR
+	echo "$RPCRDMA_RS_CACHE/$prefix-$(kernel_cache_key)/linux"
 }
