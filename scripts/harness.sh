@@ -69,7 +69,7 @@ case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
 if [ -z "$tests" ]; then
 	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_server_loss.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
-	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh"
+	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh dkms.sh"
 	tests="$tests hostile_peer.sh"
 	# --without leaves some of the default tests out.
 	for w in $without; do
@@ -238,6 +238,37 @@ rm -rf "$out"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
+# dkms.sh installs in the client guest, through DKMS, the package DKMS
+# builds here against the test kernel's tree, as `make dkms` would on a
+# machine running that kernel: compiling it in a TCG guest takes minutes.
+# The module is the users' build (no test hooks), with DKMS's own trees
+# in the run directory rather than the machine's.
+dkms_env=()
+case " $tests " in
+*" dkms.sh "*)
+	command -v dkms >/dev/null || die "no dkms (run scripts/setup.sh)"
+	kver=$(cat "$kdir/include/config/kernel.release")
+	dkms_version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$RPCRDMA_RS_TOP/dkms.conf")
+	mkdir -p "$out/dkms/tree"
+	log "building rpcrdma_rs/$dkms_version with DKMS for $kver (log: $out/dkms-build.log)"
+	# `make install` is run on the same copy of the sources first, into a
+	# staging directory dkms.sh looks at.
+	{
+		make -C "$RPCRDMA_RS_TOP" -s dkms-source DKMS_SOURCETREE="$out/dkms/src" &&
+			env -u RPCRDMA_RS_TEST_HOOKS make -C "$out/dkms/src/rpcrdma_rs-$dkms_version" -s \
+				KDIR="$kdir" RUSTC="$RUSTC" BINDGEN="$BINDGEN" INSTALL_MOD_PATH="$out/dkms/staging" install &&
+			make -C "$out/dkms/src/rpcrdma_rs-$dkms_version" -s KDIR="$kdir" RUSTC="$RUSTC" \
+				BINDGEN="$BINDGEN" clean &&
+			dkms --dkmstree "$out/dkms/tree" --sourcetree "$out/dkms/src" add "rpcrdma_rs/$dkms_version" &&
+			env -u RPCRDMA_RS_TEST_HOOKS RUSTC="$RUSTC" BINDGEN="$BINDGEN" \
+				dkms --dkmstree "$out/dkms/tree" --sourcetree "$out/dkms/src" \
+				build "rpcrdma_rs/$dkms_version" -k "$kver" --kernelsourcedir "$kdir"
+	} >"$out/dkms-build.log" 2>&1 || die "DKMS build failed (log: $out/dkms-build.log)"
+	dkms_env=("DKMS_TREE=$out/dkms/tree" "DKMS_SOURCETREE=$out/dkms/src" "DKMS_VERSION=$dkms_version"
+		"MAKE_INSTALL_ROOT=$out/dkms/staging")
+	;;
+esac
+
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 {
 	echo "TRANSPORT=$transport"
@@ -253,6 +284,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 	echo "CLIENT_IP6=fd00:225::2"
 	echo "SERVER_MAC=52:54:00:e1:00:01"
 	echo "CLIENT_MAC=52:54:00:e1:00:02"
+	for e in "${dkms_env[@]}"; do printf '%s=%q\n' "${e%%=*}" "${e#*=}"; done
 	for e in "${extra_env[@]}"; do printf '%s=%q\n' "${e%%=*}" "${e#*=}"; done
 } >"$out/params"
 . "$out/params"

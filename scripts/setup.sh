@@ -18,6 +18,8 @@ DEBIAN_PACKAGES=(
 	qemu-system-x86 busybox-static udev iproute2 rdma-core ibverbs-utils
 	perftest nfs-kernel-server nfs-common rpcbind fio tcpdump tshark
 	procps psmisc
+	# make dkms, and dkms.sh, which installs the module through it
+	dkms
 	# rust/peer, the hostile RPC-over-RDMA server (hostile_peer.sh): its
 	# bindings are generated from these headers
 	libibverbs-dev librdmacm-dev
