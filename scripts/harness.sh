@@ -7,8 +7,15 @@
 #
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
-#                      [--append KERNEL-ARGS] [--cpus N] [--without "a.sh ..."]
+#                      [--append KERNEL-ARGS] [--cpus N] [--server-cpus N]
+#                      [--kernel test|bench] [--module PATH] [--without "a.sh ..."]
 #   scripts/harness.sh --judge DIR
+#
+# --kernel bench boots the benchmark kernel (scripts/bench.sh), which has no
+# lockdep or kmemleak to check and gets no debugging options on its command
+# line. --module loads that rpcrdma_rs.ko instead of the checkout's (not
+# under /tmp, which the guests mount afresh). --cpus is the client's vCPUs,
+# --server-cpus the server's.
 #
 # Writes everything into the run directory (default under the cache):
 # params, both guests' logs and dmesg, one TAP file per test, summary,
@@ -34,10 +41,14 @@ judge=""
 without=""
 # The client guest's vCPUs: with two, QEMU runs them as two host threads
 # (MTTCG), so the transport's completion handlers and senders really run
-# at the same time. The server guest has one; the machine has two cores.
+# at the same time. The server guest has one unless told otherwise: the
+# machine has two cores.
 cpus=${HARNESS_CPUS:-2}
-# Debugging aids on the guests' command line (the kernel has the rest built in).
-append="slub_debug=FZP kmemleak=on"
+server_cpus=1
+kernel="test"
+module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
+append=""
+append_set=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--transport) transport=$2; shift 2 ;;
@@ -46,9 +57,12 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--timeout) limit=$2; shift 2 ;;
 	--env) extra_env+=("$2"); shift 2 ;;
-	--append) append=$2; shift 2 ;;
+	--append) append=$2; append_set=1; shift 2 ;;
 	--judge) judge=$2; shift 2 ;;
 	--cpus) cpus=$2; shift 2 ;;
+	--server-cpus) server_cpus=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
+	--module) module=$2; shift 2 ;;
 	--without) without=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
@@ -58,12 +72,25 @@ if [ -n "$judge" ]; then
 	# shellcheck disable=SC1091 # written by an earlier run
 	. "$judge/params"
 	transport=$TRANSPORT rdma=$RDMA tests=$TESTS
+	# (Runs before KERNEL was recorded booted the test kernel.)
+	kernel=${KERNEL:-test}
 	# (Runs before APPEND was recorded: the client's command line.)
-	append=${APPEND:-$(sed -n 's/^.*Command line: //p' "$judge/client-dmesg.txt" 2>/dev/null | head -1)}
+	append=${APPEND-$(sed -n 's/^.*Command line: //p' "$judge/client-dmesg.txt" 2>/dev/null | head -1)}
+	append_set=1
 	out=$(cd "$judge" && pwd)
 fi
 case "$transport" in c | rs) ;; *) die "--transport is c or rs" ;; esac
 case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
+case "$kernel" in test | bench) ;; *) die "--kernel is test or bench" ;; esac
+[[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus is a number of vCPUs"
+[[ $server_cpus =~ ^[1-9][0-9]*$ ]] || die "--server-cpus is a number of vCPUs"
+# kernel_dir (scripts/lib.sh) picks the build tree by flavor.
+KERNEL_FLAVOR=$kernel
+# Debugging aids on the guests' command line (the test kernel has the rest
+# built in); the bench kernel runs as it is.
+if [ "$append_set" = 0 ] && [ "$kernel" = test ]; then
+	append="slub_debug=FZP kmemleak=on"
+fi
 # The default tests. Whether chunks may be used under krb5i/krb5p is
 # decided above the fabric, so the Kerberos test runs over rxe only.
 if [ -z "$tests" ]; then
@@ -219,14 +246,20 @@ bad_taint() {
 }
 
 # kmemleak must have scanned both guests, unless the kernel command line
-# turned it off on purpose (scripts/bench.sh does, to measure).
-kmemleak_expected=1
+# turned it off on purpose or the kernel is the bench kernel, built without
+# it. The bench kernel has no lockdep either: its guests record no
+# debug_locks (record_kernel_state leaves the file empty).
+kmemleak_expected=1 lockdep_expected=1
 case " $append " in *" kmemleak=off "*) kmemleak_expected=0 ;; esac
+[ "$kernel" = bench ] && kmemleak_expected=0 lockdep_expected=0
 
 if [ -z "$judge" ]; then
 kdir=$(kernel_dir)
-[ -f "$kdir/.rpcrdma-rs-complete" ] || die "no test kernel (scripts/build-kernel.sh)"
-module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
+[ -f "$kdir/.rpcrdma-rs-complete" ] || die "no $kernel kernel (KERNEL_FLAVOR=$kernel scripts/build-kernel.sh)"
+module=$(realpath -m -- "$module")
+# The guests mount a fresh /tmp, so a module there would not be the one
+# loaded, or would not be found at all.
+case "$module" in /tmp | /tmp/*) die "--module $module: the guests cannot see /tmp; put it elsewhere" ;; esac
 [ "$transport" = c ] || [ -f "$module" ] || die "no $module (make)"
 # hostile_peer.sh runs rust/peer's server in the server guest.
 case " $tests " in *" hostile_peer.sh "*) build_peer || die "building rust/peer failed" ;; esac
@@ -275,6 +308,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 	echo "RDMA=$rdma"
 	echo "TESTS='$tests'"
 	echo "CPUS=$cpus"
+	echo "SERVER_CPUS=$server_cpus"
+	echo "KERNEL=$kernel"
 	printf 'APPEND=%q\n' "$append"
 	echo "MODULE=$module"
 	# Addresses on the guests' private virtual link; nothing else routes there.
@@ -294,19 +329,25 @@ sel=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs
 # over /tmp and parts of /var, where a checkout may live.
 vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G
 	--verbose --rodir="$RPCRDMA_RS_TOP" --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
-	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run
-	--append "$append")
+	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run)
+[ -z "$append" ] || vng_common+=(--append "$append")
+# A module from outside the checkout (--module) is shared the same way:
+# /var/tmp and /var/cache are fresh in the guests too.
+case "$module" in
+"$RPCRDMA_RS_TOP"/*) ;;
+*) [ "$transport" = c ] || vng_common+=(--rodir="$(dirname "$module")") ;;
+esac
 
 guest() { # ROLE NETDEV-OPTIONS MAC
 	local role=$1 netdev=$2 mac=$3
-	local n=1
-	[ "$role" = server ] || n=$cpus
+	local n=$cpus
+	[ "$role" = server ] && n=$server_cpus
 	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --cpus "$n" --name "rpcrdma-$role" \
 		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac" \
 		-- bash "$sel/guest_$role.sh" "$out" </dev/null >"$out/$role-console.log" 2>&1
 }
 
-log "run $out: transport=$transport rdma=$rdma tests: $tests"
+log "run $out: transport=$transport rdma=$rdma kernel=$kernel cpus=$cpus/$server_cpus tests: $tests"
 start=$(date +%s)
 guest server "listen=127.0.0.1:$port" "$SERVER_MAC" &
 server_pid=$!
@@ -330,7 +371,11 @@ fi
 
 problems=() defects=()
 [ "$client_status" = 124 ] || [ "$server_status" = 124 ] && problems+=("timed out after $limit s")
-[ "$kmemleak_expected" = 1 ] || log "kmemleak turned off (--append '$append'): not checked"
+if [ "$kernel" = bench ]; then
+	log "bench kernel: no kmemleak or lockdep to check"
+elif [ "$kmemleak_expected" = 0 ]; then
+	log "kmemleak turned off (--append '$append'): not checked"
+fi
 for role in server client; do
 	[ -e "$out/$role-failed" ] && problems+=("$role setup failed: $(cat "$out/$role-failed")")
 	if [ ! -s "$out/$role-dmesg.txt" ]; then
@@ -380,7 +425,8 @@ for role in server client; do
 	case "$debug_locks" in
 	1) ;;
 	0) problems+=("$role: lockdep turned itself off (debug_locks 0)") ;;
-	*) problems+=("$role: no lockdep state (/proc/lockdep_stats debug_locks '$debug_locks')") ;;
+	*) [ "$lockdep_expected" = 0 ] && [ -z "$debug_locks" ] ||
+		problems+=("$role: no lockdep state (/proc/lockdep_stats debug_locks '$debug_locks')") ;;
 	esac
 	# A guest that failed to set up never scans; that failure is reported.
 	if [ "$kmemleak_expected" = 1 ] && [ ! -e "$out/$role-failed" ]; then
