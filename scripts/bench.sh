@@ -5,45 +5,110 @@
 # the raw RDMA link, on the same two guests and link, in one run.
 #
 #   scripts/bench.sh [--reps N] [--runtime SECONDS] [--size MIB] [--rdma rxe|siw]
+#                    [--no-scaling] [--no-profile] [--no-tcp]
 #
-# Prints a table of medians with spread and ratios to the C transport, and
-# writes results.csv and ratios.png under ~/.cache/rpcrdma-rs/results/.
+# The guests run the bench kernel (KERNEL_FLAVOR=bench: the test kernel's
+# configuration without its debugging options) with two vCPUs each, and
+# load an rpcrdma_rs.ko built for it without the test hooks, in a copy of
+# the sources: the checkout's own build for the test kernel stays as it is.
+# --no-scaling leaves out the queue-depth and block-size sweeps over RDMA,
+# --no-profile the perf profiles of the client, --no-tcp NFS over TCP.
+#
+# Prints a table of medians with spread and ratios to the C transport, the
+# targets met or not, and a profile summary; writes results.csv,
+# ratios.png, scaling-iops.png, scaling-throughput.png and
+# profile-summary.txt under ~/.cache/rpcrdma-rs/results/.
 # Asserts no speed; fails if a job errors or a mount used the wrong transport.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
 
-reps=3 runtime=10 size=64 rdma=rxe
+reps=3 runtime=8 size=64 rdma=rxe scaling=1 profile=1 tcp=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) reps=$2; shift 2 ;;
 	--runtime) runtime=$2; shift 2 ;;
 	--size) size=$2; shift 2 ;;
 	--rdma) rdma=$2; shift 2 ;;
+	--no-scaling) scaling=0; shift ;;
+	--no-profile) profile=0; shift ;;
+	--no-tcp) tcp=0; shift ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
+for v in reps runtime size; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "--$v is a positive number"
+done
 
 scripts/setup.sh
-# The plot is the one thing only the benchmark needs.
-/usr/bin/python3 -c 'import matplotlib' 2>/dev/null ||
-	apt-get install -y -q --no-install-recommends python3-matplotlib
-scripts/build-kernel.sh >/dev/null
-scripts/build-module.sh
+# What only the benchmark needs: the plots, and perf in the client guest
+# (which runs the host's binaries). /usr/bin/perf alone may be linux-base's
+# wrapper, which runs nothing without linux-perf.
+need=()
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
+if [ "$profile" = 1 ] && ! dpkg-query -W -f '${Status}' linux-perf 2>/dev/null | grep -q 'ok installed'; then
+	need+=(linux-perf)
+fi
+[ "${#need[@]}" = 0 ] || apt-get install -y -q --no-install-recommends "${need[@]}"
+
+KERNEL_FLAVOR=bench scripts/build-kernel.sh >/dev/null
+kdir=$(KERNEL_FLAVOR=bench kernel_dir)
+
+# The module for the bench kernel, without the test hooks, built in a fresh
+# copy of the sources: building in the checkout would replace the
+# rpcrdma_rs.ko (and objects) the tests use with one for another kernel.
+build=$RPCRDMA_RS_CACHE/bench-build
+rm -rf "$build"
+mkdir -p "$build/src"
+if git -C "$RPCRDMA_RS_TOP" rev-parse --git-dir >/dev/null 2>&1; then
+	# Tracked and new files as they are in the work tree, so uncommitted
+	# changes are measured; ignored files (build outputs) stay behind, and
+	# so do tracked files deleted from the work tree.
+	git -C "$RPCRDMA_RS_TOP" ls-files -z --cached --others --exclude-standard |
+		while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
+		cpio -0 -pdm --quiet "$build/src"
+else
+	tar -C "$RPCRDMA_RS_TOP" -cf - --exclude=rust/host/target --exclude=rust/peer/target \
+		--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' \
+		--exclude='*.rmeta' --exclude='.*.d' --exclude=Module.symvers --exclude=modules.order \
+		--exclude=rust/bindings/generated.rs \
+		Kbuild Makefile rust include scripts selftests | tar -C "$build/src" -xf -
+fi
+log "building rpcrdma_rs.ko for the bench kernel (log: $build/build.log)"
+make -C "$build/src" KDIR="$kdir" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" \
+	RPCRDMA_RS_TEST_HOOKS=n modules >"$build/build.log" 2>&1 ||
+	{ tail -40 "$build/build.log" >&2; die "building the bench module failed (log: $build/build.log)"; }
+module=$build/src/rpcrdma_rs.ko
 
 results=$RPCRDMA_RS_CACHE/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
-# No kmemleak scanning or SLUB poisoning while measuring; the debug
-# options compiled into the test kernel stay, the same for every transport.
-common=(--rdma "$rdma" --tests bench.sh --timeout 3600 --append "kmemleak=off" --env TEST_TIMEOUT=3300
-	--env "BENCH_REPS=$reps" --env "BENCH_RUNTIME=$runtime" --env "BENCH_SIZE=$size")
+# The RDMA core is built into the kernel, so /proc/kallsyms tags its
+# symbols with no module: the profile summary tells them by this list.
+nm --defined-only "$kdir/drivers/infiniband/core/built-in.a" 2>/dev/null |
+	awk 'NF == 3 { print $3 }' | sort -u >"$results/builtin-rdma-core.txt" || true
+
+# The time limits follow the work: fio jobs of runtime + ramp + ~4 s,
+# metadata jobs that take up to a few minutes under TCG, the profiles and
+# the raw link; twice that, so that only a hang reaches them.
+jobs_base=6 jobs_scaling=12
+rdma_jobs=$jobs_base
+[ "$scaling" = 1 ] && rdma_jobs=$((jobs_base + jobs_scaling))
+c_jobs=$rdma_jobs c_protos=1
+[ "$tcp" = 1 ] && c_jobs=$((c_jobs + jobs_base)) c_protos=2
+budget=$((2 * (reps * c_jobs * (runtime + 5) + reps * c_protos * 200 + profile * 2 * (runtime + 120) + 600)))
+common=(--kernel bench --cpus 2 --server-cpus 2 --rdma "$rdma" --tests bench.sh
+	--timeout "$((budget + 600))" --env "TEST_TIMEOUT=$budget"
+	--env "BENCH_REPS=$reps" --env "BENCH_RUNTIME=$runtime" --env "BENCH_SIZE=$size"
+	--env "BENCH_SCALING=$scaling" --env "BENCH_PROFILE=$profile")
+protos=rdma
+[ "$tcp" = 1 ] && protos="rdma tcp"
 
 status=0
 # The C transport's guest also measures TCP and the raw link: same boot,
 # same link, same export.
 scripts/harness.sh --transport c --out "$results/c" "${common[@]}" \
-	--env "BENCH_PROTOS=rdma tcp" --env BENCH_PERFTEST=1 || status=1
-scripts/harness.sh --transport rs --out "$results/rs" "${common[@]}" \
+	--env "BENCH_PROTOS=$protos" --env BENCH_PERFTEST=1 || status=1
+scripts/harness.sh --transport rs --module "$module" --out "$results/rs" "${common[@]}" \
 	--env "BENCH_PROTOS=rdma" || status=1
 
 /usr/bin/python3 scripts/bench_report.py "$results" || status=1

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Turns the raw results of scripts/bench.sh into a table, a CSV and a plot.
+"""Turns the raw results of scripts/bench.sh into tables, a CSV, plots and
+a profile summary.
 
 Usage: bench_report.py RESULTS_DIR
 
 RESULTS_DIR holds one harness run per client transport (c/, rs/), each with
 bench/ written by selftests/rpcrdma_rs/bench.sh in the client guest.
+Writes results.csv, ratios.png, scaling-iops.png, scaling-throughput.png and
+profile-summary.txt there; prints the table, the profile summary and the
+targets (which do not change the exit status). Fails when matplotlib is
+missing, after everything else.
 """
 
+import bisect
 import csv
 import json
 import os
 import re
+import shlex
 import statistics
 import sys
 
@@ -24,7 +31,8 @@ TRANSPORTS = [
     ("C rpcrdma", "c", "rdma"),
     ("TCP", "c", "tcp"),
 ]
-JOBS = [
+RS, C, TCP = (t[0] for t in TRANSPORTS)
+BASE_JOBS = [
     "seqwrite-1m",
     "seqread-1m",
     "randwrite-4k-qd1",
@@ -33,6 +41,42 @@ JOBS = [
     "randread-4k-qd16",
     "metadata",
 ]
+# The scaling view (RDMA only), named as selftests/rpcrdma_rs/bench.sh names
+# its jobs; some points are base jobs.
+IODEPTHS = [1, 4, 16, 64]
+NUMJOBS = [1, 4]
+BLOCKS = [("4k", 4 << 10), ("64k", 64 << 10), ("256k", 256 << 10), ("1m", 1 << 20)]
+
+
+def randread_job(qd, nj):
+    return f"randread-4k-qd{qd}" + ("" if nj == 1 else f"-nj{nj}")
+
+
+def seq_job(rw, bs):
+    return f"seq{rw}-{bs}"
+
+
+SCALING_JOBS = [randread_job(qd, nj) for nj in NUMJOBS for qd in IODEPTHS] + \
+    [seq_job(rw, bs) for rw in ("read", "write") for bs, _ in BLOCKS]
+JOBS = BASE_JOBS + [j for j in SCALING_JOBS if j not in BASE_JOBS]
+PROFILE_JOBS = ["seqread-1m", "randread-4k-qd16"]
+
+
+def read_params(run_dir):
+    """The harness's params file of a run (NAME=shell-quoted value)."""
+    params = {}
+    path = os.path.join(run_dir, "params")
+    if os.path.exists(path):
+        for line in open(path):
+            name, sep, value = line.rstrip("\n").partition("=")
+            if not sep:
+                continue
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                words = [value]
+            params[name] = " ".join(words)
+    return params
 
 
 def read_cpu(bench):
@@ -49,17 +93,22 @@ def read_cpu(bench):
 def fio_sample(path):
     with open(path) as f:
         data = json.load(f)
-    job = data["jobs"][0]
-    side = job["write"] if job["write"]["io_bytes"] > job["read"]["io_bytes"] else job["read"]
-    pct = side.get("clat_ns", {}).get("percentile", {})
+    jobs = data["jobs"]
+    # Several jobs report as one with group_reporting; without it, their
+    # I/O adds up here and the first job's latencies stand for all.
+    sides = []
+    for job in jobs:
+        sides.append(job["write"] if job["write"]["io_bytes"] > job["read"]["io_bytes"] else job["read"])
+    first = sides[0]
+    pct = first.get("clat_ns", {}).get("percentile", {})
     return {
-        "bytes": side["io_bytes"],
-        "ops": side["total_ios"],
-        "bw_mib_s": side["bw"] / 1024.0,
-        "iops": side["iops"],
+        "bytes": sum(s["io_bytes"] for s in sides),
+        "ops": sum(s["total_ios"] for s in sides),
+        "bw_mib_s": sum(s["bw"] for s in sides) / 1024.0,
+        "iops": sum(s["iops"] for s in sides),
         "p50_us": pct.get("50.000000", 0) / 1000.0,
         "p99_us": pct.get("99.000000", 0) / 1000.0,
-        "runtime_s": job["job_runtime"] / 1000.0,
+        "runtime_s": max(s.get("runtime", 0) for s in sides) / 1000.0,
     }
 
 
@@ -69,6 +118,10 @@ def collect(results):
     for label, run, proto in TRANSPORTS:
         bench = os.path.join(results, run, "bench")
         why = os.path.join(bench, "unavailable.txt")
+        params = read_params(os.path.join(results, run))
+        if "BENCH_PROTOS" in params and proto not in params["BENCH_PROTOS"].split():
+            unavailable[label] = "not run (scripts/bench.sh --no-tcp)"
+            continue
         if proto == "rdma" and os.path.exists(why):
             unavailable[label] = open(why).read().strip()
             continue
@@ -105,8 +158,13 @@ def collect(results):
     return samples, unavailable
 
 
+def is_throughput(job):
+    """Sequential jobs are measured in MiB/s, the others in operations."""
+    return job.startswith("seq")
+
+
 def metric(job):
-    return ("bw_mib_s", "MiB/s") if job.endswith("-1m") else ("iops", "IOPS")
+    return ("bw_mib_s", "MiB/s") if is_throughput(job) else ("iops", "IOPS")
 
 
 def summary(values):
@@ -114,10 +172,10 @@ def summary(values):
 
 
 def cpu_cost(job, ss):
-    """Client and server CPU seconds per GiB (bandwidth jobs) or per 1000 ops."""
+    """Client and server CPU seconds per GiB (sequential jobs) or per 1000 ops."""
     total_c = sum(s["client_cpu_s"] for s in ss)
     total_s = sum(s["server_cpu_s"] for s in ss)
-    if job.endswith("-1m"):
+    if is_throughput(job):
         moved = sum(s["bytes"] for s in ss) / GIB
         unit = "s/GiB"
     else:
@@ -145,45 +203,385 @@ def perftest(results):
     return out
 
 
-def main():
-    results = sys.argv[1]
-    samples, unavailable = collect(results)
-    rows = []
-    print(f"\nrpcrdma-rs benchmark: {results}")
-    head = f"{'job':<20}{'transport':<13}{'median':>10}{'min':>10}{'max':>10}  {'unit':<6}" \
+def fmt(v, spec=".3f"):
+    return format(v, spec) if v is not None else "-"
+
+
+def table(samples, unavailable, rows):
+    """Prints the table; fills rows (the CSV); returns {(label, job): stats}."""
+    stats = {}
+    head = f"{'job':<22}{'transport':<13}{'median':>10}{'min':>10}{'max':>10}  {'unit':<6}" \
            f"{'p50 us':>9}{'p99 us':>10}{'ratio/C':>9}{'cli cpu':>9}{'srv cpu':>9}"
     print(head)
     print("-" * len(head))
-    ratios = {}
+    scaling_only = [j for j in JOBS if j not in BASE_JOBS]
+    scaling_ran = any((label, j) in samples for label, _, _ in TRANSPORTS for j in scaling_only)
     for job in JOBS:
+        # Without the scaling jobs (--no-scaling, or no run got that far)
+        # their rows would only say so.
+        if job in scaling_only and not scaling_ran:
+            continue
         key, unit = metric(job)
-        c_vals = [s[key] for s in samples.get(("C rpcrdma", job), [])]
-        c_med = statistics.median(c_vals) if c_vals else None
+        c_ss = samples.get((C, job), [])
+        c_med = statistics.median(s[key] for s in c_ss) if c_ss else None
+        c_cli = cpu_cost(job, c_ss)[0] if c_ss else None
         for label, _, _ in TRANSPORTS:
             ss = samples.get((label, job), [])
+            # TCP runs the base jobs only: no row for the others.
+            if not ss and label == TCP and job not in BASE_JOBS:
+                continue
             if not ss:
                 why = unavailable.get(label, "no samples")
-                print(f"{job:<20}{label:<13}  not measured: {why}")
+                print(f"{job:<22}{label:<13}  not measured: {why}")
                 rows.append({"job": job, "transport": label, "note": f"not measured: {why}"})
                 continue
             med, lo, hi = summary([s[key] for s in ss])
             p50 = statistics.median(s["p50_us"] for s in ss)
             p99 = statistics.median(s["p99_us"] for s in ss)
             ratio = med / c_med if c_med else None
-            if ratio is not None:
-                ratios[(label, job)] = ratio
             ccpu, scpu, cunit = cpu_cost(job, ss)
-            fmt = lambda v: f"{v:.3f}" if v is not None else "-"
-            print(f"{job:<20}{label:<13}{med:>10.1f}{lo:>10.1f}{hi:>10.1f}  {unit:<6}"
+            cpu_ratio = ccpu / c_cli if ccpu is not None and c_cli else None
+            stats[(label, job)] = {"median": med, "min": lo, "max": hi, "ratio": ratio,
+                                   "client_cpu": ccpu, "cpu_ratio": cpu_ratio}
+            print(f"{job:<22}{label:<13}{med:>10.1f}{lo:>10.1f}{hi:>10.1f}  {unit:<6}"
                   f"{p50:>9.0f}{p99:>10.0f}{fmt(ratio):>9}{fmt(ccpu):>9}{fmt(scpu):>9}")
             rows.append({
                 "job": job, "transport": label, "unit": unit, "median": f"{med:.2f}",
                 "min": f"{lo:.2f}", "max": f"{hi:.2f}", "reps": len(ss),
                 "p50_us": f"{p50:.1f}", "p99_us": f"{p99:.1f}",
                 "ratio_to_c": fmt(ratio), "client_cpu": fmt(ccpu), "server_cpu": fmt(scpu),
-                "cpu_unit": cunit, "note": "",
+                "cpu_unit": cunit, "client_cpu_ratio_to_c": fmt(cpu_ratio), "note": "",
             })
-    print("CPU columns: CPU seconds per GiB moved (1m jobs) or per 1000 operations.")
+    print("CPU columns: CPU seconds per GiB moved (sequential jobs) or per 1000 operations.")
+    if scaling_ran:
+        print("randread-4k-qdN-nj4: four fio jobs at iodepth N each, reported together.")
+    else:
+        print("Scaling jobs: none measured.")
+    return stats
+
+
+def targets(stats):
+    """Lines saying whether rpcrdma_rs meets each target against the C transport."""
+    checks = []
+    for job in BASE_JOBS:
+        checks.append((f"{job}: ratio to C >= 1.00", job, "ratio", ">=", 1.00))
+    for job in ("randread-4k-qd16", "randwrite-4k-qd16"):
+        checks.append((f"{job}: ratio to C >= 1.15", job, "ratio", ">=", 1.15))
+    for job in SCALING_JOBS:
+        checks.append((f"scaling {job}: ratio to C >= 0.95", job, "ratio", ">=", 0.95))
+    for job in JOBS:
+        checks.append((f"{job}: client CPU per op, ratio to C <= 1.00", job, "cpu_ratio", "<=", 1.00))
+    lines = []
+    scaling_only = [j for j in JOBS if j not in BASE_JOBS]
+    if not any((RS, j) in stats or (C, j) in stats for j in scaling_only):
+        checks = [c for c in checks if c[1] not in scaling_only and not c[0].startswith("scaling ")]
+        lines.append(f"  {'not measured':<13}{'the scaling points (no scaling jobs ran)':<62}{'-':>8}")
+    for what, job, field, op, bound in checks:
+        v = stats.get((RS, job), {}).get(field)
+        if v is None:
+            verdict, shown = "not measured", "-"
+        else:
+            ok = v >= bound if op == ">=" else v <= bound
+            verdict, shown = ("met" if ok else "NOT met"), f"{v:.3f}"
+        lines.append(f"  {verdict:<13}{what:<62}{shown:>8}")
+    return lines
+
+
+# Profiles: where the client guest's samples fall.
+CATEGORIES = ["rpcrdma_rs", "rpcrdma (C)", "rdma_rxe/siw", "ib_core+rdma_cm", "sunrpc",
+              "nfs*", "other kernel", "user space", "idle"]
+# Where an idle vCPU sits when the sampling timer fires (the leaf symbol).
+IDLE_SYMBOLS = {"pv_native_safe_halt", "native_safe_halt", "default_idle", "arch_cpu_idle",
+                "default_idle_call", "cpu_idle_poll", "poll_idle", "acpi_safe_halt",
+                "acpi_idle_do_entry", "intel_idle", "mwait_idle", "do_idle",
+                "cpuidle_enter_state", "__cpuidle_text_start"}
+RDMA_CORE_PREFIXES = ("ib_", "rdma_", "cma_", "cm_", "iw_cm", "iwcm_", "ucma_", "uverbs_")
+
+
+def module_category(mod):
+    if mod == "rpcrdma_rs":
+        return "rpcrdma_rs"
+    if mod == "rpcrdma":
+        return "rpcrdma (C)"
+    if mod in ("rdma_rxe", "siw"):
+        return "rdma_rxe/siw"
+    if mod in ("ib_core", "rdma_cm", "ib_cm", "iw_cm", "ib_uverbs", "rdma_ucm"):
+        return "ib_core+rdma_cm"
+    if mod in ("sunrpc", "auth_rpcgss", "rpcsec_gss_krb5"):
+        return "sunrpc"
+    if mod.startswith("nfs") or mod in ("lockd", "grace"):
+        return "nfs*"
+    return "other kernel"
+
+
+class Kallsyms:
+    """Module symbols of the guest (kallsyms.txt: /proc/kallsyms lines with a
+    [module] tag) and the RDMA core's built-in symbols (builtin-rdma-core.txt,
+    from the bench kernel's build tree)."""
+
+    def __init__(self, path, builtin_path):
+        self.module = {}
+        self.entries = []
+        if os.path.exists(path):
+            for line in open(path):
+                parts = line.split()
+                if len(parts) < 4 or not parts[3].startswith("["):
+                    continue
+                name, mod = parts[2], parts[3].strip("[]")
+                self.module.setdefault(name, mod)
+                try:
+                    addr = int(parts[0], 16)
+                except ValueError:
+                    continue
+                if addr:
+                    self.entries.append((addr, name, mod))
+        self.entries.sort()
+        self.addrs = [e[0] for e in self.entries]
+        self.builtin_rdma = set()
+        if os.path.exists(builtin_path):
+            self.builtin_rdma = {line.strip() for line in open(builtin_path) if line.strip()}
+
+    def resolve(self, sym):
+        """(symbol, module or None) for a kernel symbol or raw address."""
+        if sym.startswith("0x") and self.addrs:
+            try:
+                addr = int(sym, 16)
+            except ValueError:
+                return sym, None
+            i = bisect.bisect_right(self.addrs, addr) - 1
+            # Within a module's text: module symbols are seldom 64 KiB apart.
+            if i >= 0 and addr - self.addrs[i] < (64 << 10):
+                _, name, mod = self.entries[i]
+                return name, mod
+            return sym, None
+        return sym, self.module.get(sym)
+
+    def category(self, kind, sym):
+        if kind not in ("k", "g"):
+            return sym, "user space"
+        if sym in IDLE_SYMBOLS:
+            return sym, "idle"
+        name, mod = self.resolve(sym)
+        if mod:
+            return name, module_category(mod)
+        if name in self.builtin_rdma or (not self.builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
+            return name, "ib_core+rdma_cm"
+        return name, "other kernel"
+
+
+def rust_readable(sym):
+    """The identifiers of a Rust v0 symbol (_R...) joined with ::, a rough
+    reading for the summary: perf's own demangler may not know v0."""
+    if not sym.startswith("_R"):
+        return sym
+    s, i, names = sym.split(".")[0], 2, []
+    while i < len(s):
+        c = s[i]
+        if c.isdigit():
+            j = i
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            n = int(s[i:j])
+            if j < len(s) and s[j] == "_":
+                j += 1
+            names.append(s[j:j + n])
+            i = j + n
+        elif c in "sB":
+            # A disambiguator or back reference: base-62 digits up to "_".
+            m = re.match(r"[0-9a-zA-Z]*_", s[i + 1:])
+            i += 1 + (m.end() if m else 0)
+        elif c == "N":
+            i += 2  # the namespace letter follows
+        else:
+            i += 1
+    return "::".join(n for n in names if n) or sym
+
+
+def read_flat_profile(path):
+    """[(percent, samples or None, kind, symbol)] from perf report -g none -n."""
+    entries = []
+    for line in open(path):
+        m = re.match(r"^\s*([\d.]+)%\s+(?:(\d+)\s+)?\[(.)\]\s+(.+?)\s*$", line)
+        if m:
+            entries.append((float(m.group(1)), int(m.group(2)) if m.group(2) else None,
+                            m.group(3), m.group(4)))
+    return entries
+
+
+def profile(results, run, job):
+    """{"shares": {category: percent}, "top": [...], "samples": n} or a reason."""
+    bench = os.path.join(results, run, "bench")
+    flat = os.path.join(bench, f"profile-{job}-flat.txt")
+    if not os.path.exists(flat):
+        log = os.path.join(bench, f"perf-{job}.log")
+        return f"no profile (see {log})" if os.path.exists(log) else "no profile"
+    entries = read_flat_profile(flat)
+    if not entries:
+        return f"no samples in {flat}"
+    ks = Kallsyms(os.path.join(bench, "kallsyms.txt"), os.path.join(results, "builtin-rdma-core.txt"))
+    shares = {c: 0.0 for c in CATEGORIES}
+    # Addresses perf left unresolved and kallsyms names come together here.
+    by_symbol = {}
+    for pct, _, kind, sym in entries:
+        name, cat = ks.category(kind, sym)
+        shares[cat] += pct
+        if cat != "idle":
+            by_symbol[(cat, name)] = by_symbol.get((cat, name), 0.0) + pct
+    top = sorted(((pct, cat, name) for (cat, name), pct in by_symbol.items()), key=lambda t: -t[0])
+    counts = [e[1] for e in entries if e[1] is not None]
+    return {"shares": shares, "top": top[:15], "samples": sum(counts) if counts else None}
+
+
+def profile_summary(results):
+    labels = [(RS, "rs"), (C, "c")]
+    out = ["Profile of the client guest during the job (perf record -a -g, cpu-clock at 499 Hz",
+           "on both vCPUs; each sample counts for the function it landed in). 'all' is the",
+           "share of all samples, 'busy' the share of the samples not idle.", ""]
+    for job in PROFILE_JOBS:
+        profs = {label: profile(results, run, job) for label, run in labels}
+        out.append(f"{job}:")
+        if all(isinstance(p, str) for p in profs.values()):
+            out.extend(f"  {label}: {profs[label]}" for label, _ in labels)
+            out.append("")
+            continue
+        head = f"  {'':<18}" + "".join(f"{label + ' all':>17}{'busy':>7}" for label, _ in labels)
+        out.append(head)
+        for label, _ in labels:
+            p = profs[label]
+            if isinstance(p, str):
+                out.append(f"  ({label}: {p})")
+        for cat in CATEGORIES:
+            cells = ""
+            for label, _ in labels:
+                p = profs[label]
+                if isinstance(p, str):
+                    cells += f"{'-':>17}{'-':>7}"
+                    continue
+                busy = 100.0 - p["shares"]["idle"]
+                share = p["shares"][cat]
+                b = "" if cat == "idle" else (f"{100.0 * share / busy:.1f}%" if busy > 0 else "-")
+                cells += f"{share:>16.1f}%{b:>7}"
+            out.append(f"  {cat:<18}{cells}")
+        for label, _ in labels:
+            p = profs[label]
+            if isinstance(p, str):
+                continue
+            n = p["samples"]
+            out.append(f"  top symbols, {label}" + (f" ({n} samples):" if n else ":"))
+            for pct, cat, name in p["top"]:
+                shown = rust_readable(name)
+                if len(shown) > 72:
+                    shown = shown[:69] + "..."
+                out.append(f"    {pct:5.1f}%  {cat:<16} {shown}")
+        out.append("")
+    return out
+
+
+def plots(results, stats, unavailable):
+    """ratios.png, scaling-iops.png, scaling-throughput.png; False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    except ImportError:
+        print("error: no matplotlib for /usr/bin/python3: plots not made "
+              "(apt-get install python3-matplotlib)")
+        return False
+    labels = [t[0] for t in TRANSPORTS]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        vals = [(stats.get((label, job), {}).get("ratio") or 0) for job in BASE_JOBS]
+        ax.bar([j + i * width for j in range(len(BASE_JOBS))], vals, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    for i, label in enumerate(labels):
+        if label in unavailable:
+            ax.text(0.01, 0.97 - 0.06 * i, f"{label}: not measured ({unavailable[label]})",
+                    transform=ax.transAxes, fontsize=8, va="top")
+    ax.set_xticks([j + width for j in range(len(BASE_JOBS))])
+    ax.set_xticklabels(BASE_JOBS, rotation=20, ha="right")
+    ax.set_ylabel("ratio to the C transport (median)")
+    ax.set_title("NFSv4.2 over two TCG guests: throughput / IOPS relative to C rpcrdma")
+    ax.legend()
+    fig.tight_layout()
+    png = os.path.join(results, "ratios.png")
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    print(f"plot: {png}")
+
+    colors = {RS: "tab:blue", C: "tab:orange"}
+
+    def line(ax, label, jobs, xs, style, text):
+        pts = [(x, stats[(label, j)]) for x, j in zip(xs, jobs)
+               if (label, j) in stats and stats[(label, j)]["median"] > 0]
+        if not pts:
+            return
+        x = [p[0] for p in pts]
+        med = [p[1]["median"] for p in pts]
+        err = [[p[1]["median"] - p[1]["min"] for p in pts], [p[1]["max"] - p[1]["median"] for p in pts]]
+        ax.errorbar(x, med, yerr=err, color=colors[label], linestyle=style, marker="o",
+                    capsize=3, label=text)
+
+    def finish(ax, fig, xs, ticks, xlabel, ylabel, title, name):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        # Plain numbers at 1, 2 and 5 of each decade: the spans are short.
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xticks(xs)
+        ax.set_xticklabels(ticks)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        missing = [f"{label}: not measured ({unavailable[label]})" for label in (RS, C) if label in unavailable]
+        for i, text in enumerate(missing):
+            ax.text(0.01, 0.97 - 0.06 * i, text, transform=ax.transAxes, fontsize=8, va="top")
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        png = os.path.join(results, name)
+        fig.savefig(png, dpi=100)
+        plt.close(fig)
+        print(f"plot: {png}")
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label in (RS, C):
+        for nj, style in zip(NUMJOBS, ("-", "--")):
+            line(ax, label, [randread_job(qd, nj) for qd in IODEPTHS], IODEPTHS, style,
+                 f"{label}, numjobs {nj}")
+    finish(ax, fig, IODEPTHS, [str(q) for q in IODEPTHS], "iodepth (per job)",
+           "IOPS, median (log scale; bars: min to max)",
+           "4 KiB random reads over RDMA by queue depth", "scaling-iops.png")
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    sizes = [b for _, b in BLOCKS]
+    for label in (RS, C):
+        for rw, style in (("read", "-"), ("write", "--")):
+            line(ax, label, [seq_job(rw, bs) for bs, _ in BLOCKS], sizes, style, f"{label}, {rw}")
+    finish(ax, fig, sizes, [bs for bs, _ in BLOCKS], "block size (iodepth 1)",
+           "MiB/s, median (log scale; bars: min to max)",
+           "Sequential reads and writes over RDMA by block size", "scaling-throughput.png")
+    return True
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    results = sys.argv[1]
+    samples, unavailable = collect(results)
+    rows = []
+    print(f"\nrpcrdma-rs benchmark: {results}")
+    for label, run, _ in TRANSPORTS[:2]:
+        p = read_params(os.path.join(results, run))
+        if p:
+            print(f"  {label}: kernel {p.get('KERNEL', 'test')}, client {p.get('CPUS', '?')} vCPUs, "
+                  f"server {p.get('SERVER_CPUS', '1')}, module {p.get('MODULE', '?') if run == 'rs' else 'rpcrdma'}")
+    stats = table(samples, unavailable, rows)
     print("\nraw link (perftest over the same devices):")
     for tool, val, unit in perftest(results):
         print(f"  {tool:<12} {val if val is not None else 'not measured'} {unit}")
@@ -191,7 +589,7 @@ def main():
                      "median": "" if val is None else f"{val:.2f}", "unit": unit, "note": ""})
 
     fields = ["job", "transport", "unit", "median", "min", "max", "reps", "p50_us", "p99_us",
-              "ratio_to_c", "client_cpu", "server_cpu", "cpu_unit", "note"]
+              "ratio_to_c", "client_cpu", "server_cpu", "cpu_unit", "client_cpu_ratio_to_c", "note"]
     with open(os.path.join(results, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -199,34 +597,18 @@ def main():
             w.writerow({k: r.get(k, "") for k in fields})
     print(f"\nCSV: {os.path.join(results, 'results.csv')}")
 
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("no matplotlib: plot skipped")
-        return 0
-    labels = [t[0] for t in TRANSPORTS]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / len(labels)
-    for i, label in enumerate(labels):
-        vals = [ratios.get((label, job), 0) for job in JOBS]
-        ax.bar([j + i * width for j in range(len(JOBS))], vals, width, label=label)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    for i, label in enumerate(labels):
-        if label in unavailable:
-            ax.text(0.01, 0.97 - 0.06 * i, f"{label}: not measured ({unavailable[label]})",
-                    transform=ax.transAxes, fontsize=8, va="top")
-    ax.set_xticks([j + width for j in range(len(JOBS))])
-    ax.set_xticklabels(JOBS, rotation=20, ha="right")
-    ax.set_ylabel("ratio to the C transport (median)")
-    ax.set_title("NFSv4.2 over two TCG guests: throughput / IOPS relative to C rpcrdma")
-    ax.legend()
-    fig.tight_layout()
-    png = os.path.join(results, "ratios.png")
-    fig.savefig(png, dpi=100)
-    print(f"plot: {png}")
-    return 0
+    prof = profile_summary(results)
+    with open(os.path.join(results, "profile-summary.txt"), "w") as f:
+        f.write("\n".join(prof) + "\n")
+    print()
+    print("\n".join(prof))
+    print(f"profile summary: {os.path.join(results, 'profile-summary.txt')}")
+
+    plotted = plots(results, stats, unavailable)
+
+    print(f"\ntargets ({RS} against {C}, medians; informative, not a verdict of the run):")
+    print("\n".join(targets(stats)))
+    return 0 if plotted else 1
 
 
 if __name__ == "__main__":
