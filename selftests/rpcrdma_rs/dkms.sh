@@ -86,6 +86,6 @@ rm -f /etc/modprobe.d/rpcrdma_rs.conf
 loaded rpcrdma_rs && unload_transport
 tap_check "dkms remove: package and module gone" dkms_remove
 tap_check "test build loaded again" load_transport
-# Lazily: kmod may still hold the old index files open for a moment.
+# Lazily: a plain umount was refused as busy after modules were loaded from it.
 umount -l "$moddir" && umount -l /run/dkms-modules
 tap_exit
