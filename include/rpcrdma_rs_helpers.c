@@ -185,9 +185,12 @@ int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 	return ib_post_recv(qp, &wr, NULL);
 }
 
-/* ib_post_send() is a static inline; one signaled Send of one buffer. */
+/*
+ * ib_post_send() is a static inline; one Send of one buffer.  Unless
+ * @signaled, @cqe sees it only if it fails or is flushed.
+ */
 int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey)
+			 u32 len, u32 lkey, bool signaled)
 {
 	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
 	struct ib_send_wr wr = {
@@ -195,7 +198,7 @@ int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IB_WR_SEND,
-		.send_flags = IB_SEND_SIGNALED,
+		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
 	};
 
 	return ib_post_send(qp, &wr, NULL);

@@ -77,7 +77,7 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
 int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 			 u32 len, u32 lkey);
 int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey);
+			 u32 len, u32 lkey, bool signaled);
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);

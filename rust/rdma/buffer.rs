@@ -7,14 +7,17 @@
 //! posted: its owner may fill it, post it or drop it. Posting moves it to
 //! its [`Qp`]; the completion hands it back to the handler, a Send as a
 //! [`SendBuf`] again, a Receive as a [`Received`], the one way to read what
-//! arrived, which reposting consumes. So no buffer is written, read or
-//! freed while the device may use it, and none is posted twice. Each
-//! buffer holds its QP, so it is unmapped before the QP's device goes, and
-//! is posted only on the QP whose device it is mapped for.
+//! arrived, which reposting consumes. A Send posted unsignaled has no
+//! completion of its own when it succeeds: the successful completion of a
+//! later signaled Send hands it back, with that one, as a [`SentBatch`]
+//! (see [`Qp`]). So no buffer is written, read or freed while the device
+//! may use it, and none is posted twice. Each buffer holds its QP, so it
+//! is unmapped before the QP's device goes, and is posted only on the QP
+//! whose device it is mapped for.
 
 use super::qp::{Posting, Qp, RemoteInvalidation, SendWr};
 use crate::{bindings, errno};
-use core::{cell::Cell, ptr::NonNull};
+use core::{any::TypeId, cell::Cell, ptr::NonNull};
 use kernel::{alloc::KVec, error::to_result, prelude::*, sync::Arc, types::Opaque};
 
 /// What the RDMA core reports about one completed work request.
@@ -49,24 +52,40 @@ pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
     /// The Send of `buf` completed, or was flushed; `buf` is not posted
     /// any more.
     fn sent(&self, buf: SendBuf<Self>, completion: &Completion);
+    /// A signaled Send completed successfully, and with it the unsignaled
+    /// Sends posted before it on the QP: `batch` hands all their buffers
+    /// back, in post order, the signaled one last; `completion` is its
+    /// (successful) completion, which stands for all of them. By default
+    /// each goes to [`CompletionHandler::sent`].
+    fn sent_batch(&self, batch: SentBatch<Self>, completion: &Completion) {
+        for buf in batch {
+            self.sent(buf, completion);
+        }
+    }
     /// A Receive completed, or was flushed. On success `rep` holds what
     /// arrived; on failure it holds nothing.
     fn received(&self, rep: Received<Self>, completion: &Completion);
 }
 
 /// The start of every buffer: its completion entry, and its links in its
-/// QP's list of posted buffers.
+/// QP's lists of posted buffers.
 ///
 /// # Invariants
 ///
-/// `prev` and `next` are written only under the posting lock of the QP the
-/// buffer is posted on, and only while it is posted. `free` drops the
+/// `prev`, `next`, `unsignaled` and `sq_seq` are written only by the
+/// buffer's owner: under the posting lock of the QP the buffer is posted
+/// on while one of its lists owns it, or, once out of the lists, by whoever
+/// took it out (a [`SentBatch`], or the QP's shutdown). `free` drops the
 /// buffer this header begins.
 #[repr(C)]
 pub(super) struct BufHeader {
     cqe: Opaque<bindings::ib_cqe>,
     prev: Cell<*mut BufHeader>,
     next: Cell<*mut BufHeader>,
+    /// Posted as an unsignaled Send: in its QP's list of those.
+    unsignaled: Cell<bool>,
+    /// Posted as a Send: its send-queue sequence number.
+    sq_seq: Cell<u64>,
     free: unsafe fn(NonNull<BufHeader>),
 }
 
@@ -75,7 +94,8 @@ impl BufHeader {
     ///
     /// # Safety
     ///
-    /// `h` is live, in a QP's list, and its posting lock is held.
+    /// `h` is live and its owner is the caller: a QP's list, whose posting
+    /// lock is held, or whoever took it out of the lists.
     pub(super) unsafe fn links(h: NonNull<Self>) -> (*mut Self, *mut Self) {
         // SAFETY: By the function's contract; only the `Cell`s are borrowed.
         unsafe {
@@ -88,8 +108,9 @@ impl BufHeader {
     ///
     /// # Safety
     ///
-    /// `h` is live and owned by (or being given to) a QP's list, whose
-    /// posting lock is held.
+    /// `h` is live and owned by (or being given to) the caller: a QP's
+    /// list, whose posting lock is held, or whoever took it out of the
+    /// lists.
     pub(super) unsafe fn set_links(h: NonNull<Self>, prev: *mut Self, next: *mut Self) {
         // SAFETY: By the function's contract; only the `Cell`s are borrowed.
         unsafe {
@@ -119,6 +140,46 @@ impl BufHeader {
         unsafe { (*h.as_ptr()).next.set(next) };
     }
 
+    /// Whether `h` was posted as an unsignaled Send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::links`].
+    pub(super) unsafe fn unsignaled(h: NonNull<Self>) -> bool {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).unsignaled.get() }
+    }
+
+    /// Records whether `h` is posted as an unsignaled Send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::set_links`].
+    pub(super) unsafe fn set_unsignaled(h: NonNull<Self>, unsignaled: bool) {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).unsignaled.set(unsignaled) };
+    }
+
+    /// The send-queue sequence number `h` was posted with, as a Send.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::links`].
+    pub(super) unsafe fn sq_seq(h: NonNull<Self>) -> u64 {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).sq_seq.get() }
+    }
+
+    /// Records the send-queue sequence number `h` was posted with.
+    ///
+    /// # Safety
+    ///
+    /// As for [`BufHeader::set_links`].
+    pub(super) unsafe fn set_sq_seq(h: NonNull<Self>, seq: u64) {
+        // SAFETY: By the function's contract.
+        unsafe { (*h.as_ptr()).sq_seq.set(seq) };
+    }
+
     /// Frees the buffer `h` begins.
     ///
     /// # Safety
@@ -141,9 +202,9 @@ impl BufHeader {
 /// `len` initialised bytes of a `capacity`-byte `KVec` allocation; `addr`
 /// maps them for the device of `qp` (towards it when `to_device`), and is
 /// unmapped only by `drop`. `filled <= len`. A `Buf` is always in a
-/// `Pin<KBox<_>>`, owned either by a [`SendBuf`], [`RecvBuf`] or
-/// [`Received`] (then not posted), or by the in-flight list of `qp` (then
-/// posted, and `sq_seq` is its send-queue sequence number if a Send).
+/// `Pin<KBox<_>>`, owned either by a [`SendBuf`], [`RecvBuf`],
+/// [`Received`] or [`SentBatch`] (then not posted), or by one of the lists
+/// of `qp` (then posted).
 #[repr(C)]
 struct Buf<H: CompletionHandler> {
     header: BufHeader,
@@ -154,7 +215,6 @@ struct Buf<H: CompletionHandler> {
     to_device: bool,
     /// Sends: the bytes filled in and handed to the device.
     filled: usize,
-    sq_seq: u64,
     qp: Arc<Qp>,
     handler: Arc<H>,
 }
@@ -200,6 +260,8 @@ impl<H: CompletionHandler> Buf<H> {
                     }),
                     prev: Cell::new(core::ptr::null_mut()),
                     next: Cell::new(core::ptr::null_mut()),
+                    unsignaled: Cell::new(false),
+                    sq_seq: Cell::new(0),
                     free: free_buf::<H>,
                 },
                 data,
@@ -208,7 +270,6 @@ impl<H: CompletionHandler> Buf<H> {
                 addr,
                 to_device,
                 filled: 0,
-                sq_seq: 0,
                 qp: qp.clone(),
                 handler,
             },
@@ -216,9 +277,10 @@ impl<H: CompletionHandler> Buf<H> {
         )?)
     }
 
-    /// Posts `buf` on its QP: as a Send of its filled bytes, or as a
-    /// Receive of all of it. On error the buffer comes back, not posted.
-    fn post(buf: Owned<H>) -> Result<(), (Owned<H>, Error)> {
+    /// Posts `buf` on its QP: as a Send of its filled bytes, `signaled`
+    /// or not, or as a Receive of all of it (`signaled` does not apply).
+    /// On error the buffer comes back, not posted.
+    fn post(buf: Owned<H>, signaled: bool) -> Result<(), (Owned<H>, Error)> {
         let to_device = buf.to_device;
         let len = if to_device { buf.filled } else { buf.len };
         let Ok(len) = u32::try_from(len) else {
@@ -233,26 +295,33 @@ impl<H: CompletionHandler> Buf<H> {
         let header = raw.cast::<BufHeader>();
         let posted = qp.posting(|post: &mut Posting| {
             let h = NonNull::new(header).ok_or(EINVAL)?;
-            // SAFETY: `raw` is a live buffer in its pinned place, which we
-            // own and give to the list.
-            unsafe { post.link(h) };
+            if to_device {
+                // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which
+                // we own and give to the list.
+                unsafe { post.link_send(h, TypeId::of::<H>(), signaled)? };
+            } else {
+                // SAFETY: As above.
+                unsafe { post.link_recv(h) };
+            }
             // SAFETY: Only the header's `cqe` field is borrowed.
             let cqe = unsafe { (*header).cqe.get() };
             let result = if to_device {
-                // SAFETY: The buffer is owned by the in-flight list until
-                // its completion, or until the QP is destroyed.
+                // SAFETY: The buffer is owned by one of the QP's lists until
+                // its completion (or a later signaled Send's) hands it back,
+                // or until the QP is destroyed.
                 unsafe {
                     post.post_send(SendWr::Send {
                         cqe,
                         addr,
                         len,
                         lkey,
+                        signaled,
                     })
                 }
                 .map(|seq| {
-                    // SAFETY: A field nothing else reads until the
-                    // completion, which takes this lock first.
-                    unsafe { (*raw).sq_seq = seq };
+                    // SAFETY: The list owns `h`, and this lock is held; the
+                    // number is read only under it.
+                    unsafe { BufHeader::set_sq_seq(h, seq) };
                 })
             } else {
                 // SAFETY: As above.
@@ -331,12 +400,16 @@ impl<H: CompletionHandler> SendBuf<H> {
         Ok(len)
     }
 
-    /// Posts the filled bytes as one signaled Send on the buffer's QP. The
-    /// buffer comes back to the handler's [`CompletionHandler::sent`], or
-    /// here with the error if it could not be posted (the QP is not open,
-    /// or its queue is full).
-    pub(crate) fn post(self) -> Result<(), (Self, Error)> {
-        Buf::post(self.0).map_err(|(buf, e)| (Self(buf), e))
+    /// Posts the filled bytes as one Send on the buffer's QP, `signaled`
+    /// or not. The buffer comes back to the handler: by its own completion
+    /// ([`CompletionHandler::sent`]), or, unsignaled, with the successful
+    /// completion of a later signaled Send on the QP
+    /// ([`CompletionHandler::sent_batch`]), if neither comes it is freed
+    /// with the QP. It comes back here with the error if it could not be
+    /// posted: the QP is not open, its queue is full, or an earlier Send
+    /// buffer of the QP had another handler type (`EINVAL`).
+    pub(crate) fn post(self, signaled: bool) -> Result<(), (Self, Error)> {
+        Buf::post(self.0, signaled).map_err(|(buf, e)| (Self(buf), e))
     }
 }
 
@@ -354,7 +427,56 @@ impl<H: CompletionHandler> RecvBuf<H> {
     /// handler's [`CompletionHandler::received`], or here with the error if
     /// it could not be posted.
     pub(crate) fn post(self) -> Result<(), (Self, Error)> {
-        Buf::post(self.0).map_err(|(buf, e)| (Self(buf), e))
+        Buf::post(self.0, true).map_err(|(buf, e)| (Self(buf), e))
+    }
+}
+
+/// The Send buffers the successful completion of a signaled Send hands
+/// back ([`CompletionHandler::sent_batch`]): the unsignaled Sends posted
+/// before it on its QP that no completion handed back yet, in post order,
+/// then the signaled one. Iterating yields them; those left when the batch
+/// is dropped are freed. It allocates nothing: the buffers are chained
+/// through their own headers.
+///
+/// # Invariants
+///
+/// `next` is null or the header of the first of a chain of `Buf<H>`s
+/// linked through their `next` (the last's null), each in its pinned
+/// `KBox`, not posted, out of every list, and owned by the batch; `last`
+/// is not posted either.
+pub(crate) struct SentBatch<H: CompletionHandler> {
+    next: *mut BufHeader,
+    last: Option<Owned<H>>,
+}
+
+impl<H: CompletionHandler> Iterator for SentBatch<H> {
+    type Item = SendBuf<H>;
+
+    fn next(&mut self) -> Option<SendBuf<H>> {
+        let Some(h) = NonNull::new(self.next) else {
+            return self.last.take().map(SendBuf);
+        };
+        // SAFETY: The batch owns `h` (type invariant), so nothing else
+        // touches its links.
+        unsafe {
+            self.next = BufHeader::links(h).1;
+            BufHeader::set_links(h, core::ptr::null_mut(), core::ptr::null_mut());
+        }
+        // CAST: the header is the first field of the `#[repr(C)]` `Buf<H>`.
+        // SAFETY: A `Buf<H>` in its pinned box, not posted, which the batch
+        // owned and gives up here (type invariant): nothing else refers to
+        // it.
+        let buf = unsafe { Pin::new_unchecked(KBox::from_raw(h.as_ptr().cast::<Buf<H>>())) };
+        Some(SendBuf(buf))
+    }
+}
+
+impl<H: CompletionHandler> Drop for SentBatch<H> {
+    fn drop(&mut self) {
+        // Each is freed (unmapped) as it is dropped: none is posted.
+        for buf in self.by_ref() {
+            drop(buf);
+        }
     }
 }
 
@@ -391,7 +513,7 @@ impl<H: CompletionHandler> Received<H> {
     /// error it comes back unchanged.
     pub(crate) fn repost(self) -> Result<(), (Self, Error)> {
         let (len, remote) = (self.len, self.remote);
-        Buf::post(self.buf).map_err(|(buf, e)| {
+        Buf::post(self.buf, true).map_err(|(buf, e)| {
             // INVARIANT: not posted; the bytes are as they were.
             (Self { buf, len, remote }, e)
         })
@@ -414,8 +536,8 @@ unsafe fn free_buf<H: CompletionHandler>(h: NonNull<BufHeader>) {
 ///
 /// # Safety
 ///
-/// `wc->wr_cqe` is the `cqe` of a `Buf<H>` that was posted and is in its
-/// QP's in-flight list.
+/// `wc->wr_cqe` is the `cqe` of a `Buf<H>` that was posted and is in one
+/// of its QP's lists.
 unsafe extern "C" fn done_callback<H: CompletionHandler>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
@@ -431,14 +553,23 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
     let Some(h) = NonNull::new(cqe.cast::<BufHeader>()) else {
         return;
     };
-    {
+    let status_ok = wc.status == bindings::ib_wc_status_IB_WC_SUCCESS;
+    let done = {
         // SAFETY: The buffer is posted, so alive (the function's contract);
-        // only its `qp` field, which nothing writes, is borrowed.
-        let qp = unsafe { &(*raw).qp };
-        // SAFETY: In the in-flight list of its QP (the function's contract).
-        unsafe { qp.unlink(h) };
-    }
-    // SAFETY: Out of the list, so ours: the same pinned box it was posted
+        // only its `qp` and `to_device` fields, which nothing writes, are
+        // borrowed.
+        let (qp, to_device) = unsafe { (&(*raw).qp, (*raw).to_device) };
+        if to_device {
+            // SAFETY: A Send in one of its QP's lists (the function's
+            // contract).
+            Some(unsafe { qp.send_done(h, status_ok) })
+        } else {
+            // SAFETY: In one of its QP's lists (the function's contract).
+            unsafe { qp.unlink(h) };
+            None
+        }
+    };
+    // SAFETY: Out of the lists, so ours: the same pinned box it was posted
     // as, and nothing else refers to it.
     let buf = unsafe { Pin::new_unchecked(KBox::from_raw(raw)) };
     let with_invalidate = i32::try_from(bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE).unwrap_or(0);
@@ -452,11 +583,24 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
         invalidated_rkey: invalidated.then_some(rkey),
     };
     let handler = buf.handler.clone();
-    if buf.to_device {
-        if completion.is_success() {
-            buf.qp.sq_completed(buf.sq_seq);
+    if let Some(done) = done {
+        if !(done.signaled && status_ok) {
+            // Failed or flushed (or, from a device that reports them, an
+            // unsignaled success): only this one, which proves nothing of
+            // the send queue (an unsignaled one does not advance it).
+            handler.sent(SendBuf(buf), &completion);
+            return;
         }
-        handler.sent(SendBuf(buf), &completion);
+        // Before the handler looks: it may reuse what this proves done.
+        buf.qp.sq_completed(done.seq);
+        // INVARIANT: the earlier ones are `Buf<H>`s, as this one is (every
+        // Send buffer of a QP has the same handler type), out of every list
+        // and now the batch's, chained in post order; `buf` is not posted.
+        let batch = SentBatch {
+            next: done.earlier,
+            last: Some(buf),
+        };
+        handler.sent_batch(batch, &completion);
         return;
     }
     let index = buf.qp.rq_completed();

@@ -13,8 +13,10 @@
 //!   own QP, and only while it is open; [`Qp::shutdown`](qp::Qp::shutdown) closes it to
 //!   posting under the same lock before it drains and destroys it.
 //! - A posted buffer belongs to its QP until its completion hands it back
-//!   ([`SendBuf`], [`RecvBuf`], [`Received`]), so it is never written, read
-//!   or freed while the device may use it.
+//!   ([`SendBuf`], [`RecvBuf`], [`Received`]), or, for a Send posted
+//!   unsignaled, the successful completion of a later signaled Send does
+//!   ([`SentBatch`](buffer::SentBatch)), so it is never written, read or
+//!   freed while the device may use it.
 //! - A memory region's mapping is a token ([`Mapped`]); the region refuses
 //!   to undo a mapping the peer may still reach, and a region that was
 //!   posted is freed only after its QP is destroyed.

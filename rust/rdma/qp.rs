@@ -13,8 +13,9 @@
 //! every post takes), drains it, destroys it and frees its CQs. After that
 //! the device reaches nothing through it and no completion handler runs.
 //! A posted buffer belongs to the QP until its completion hands it back;
-//! buffers whose completion never came (a drain that could not be posted)
-//! are freed by the shutdown, after the QP and its CQs are gone.
+//! buffers whose completion never came (a drain that could not be posted,
+//! or an unsignaled Send, below) are freed by the shutdown, after the QP
+//! and its CQs are gone.
 //!
 //! Each send-queue work request gets the next sequence number. Requests
 //! on an RC send queue complete in order, and a failed one puts the QP in
@@ -22,10 +23,21 @@
 //! completion of a signaled request means every request posted before it
 //! on the send queue completed successfully. [`Qp`] keeps the highest such
 //! number; memory regions use it to tell when a LOCAL_INV took effect.
+//!
+//! A Send may be posted unsignaled: it reports no completion when it
+//! succeeds. It waits in a list of its own, in post order, until the
+//! successful completion of a later signaled Send proves it complete,
+//! and that completion hands it back too ([`Qp::send_done`]). Otherwise
+//! it comes back by its own completion, if the device reports one (a
+//! failure or a flush is reported for unsignaled requests too), or is
+//! freed by the shutdown. The buffers those batches hand back are typed by
+//! the signaled Send's handler, so every Send buffer posted on a QP must
+//! have the same handler type ([`Posting::link_send`] checks it).
 
 use super::{buffer::BufHeader, Device};
 use crate::{bindings, errno};
 use core::{
+    any::TypeId,
     ptr::NonNull,
     sync::atomic::{AtomicBool, AtomicU64, Ordering},
 };
@@ -142,12 +154,14 @@ enum State {
 
 /// A send-queue work request, for [`Posting::post_send`].
 pub(super) enum SendWr {
-    /// A signaled Send of `len` bytes at DMA address `addr`.
+    /// A Send of `len` bytes at DMA address `addr`; an unsignaled one
+    /// reports its completion only if it fails or is flushed.
     Send {
         cqe: *mut bindings::ib_cqe,
         addr: u64,
         len: u32,
         lkey: u32,
+        signaled: bool,
     },
     /// An unsignaled REG_MR of `mr` (its completion is reported only if it
     /// fails or is flushed).
@@ -164,13 +178,112 @@ pub(super) enum SendWr {
     },
 }
 
+/// A doubly linked list of buffers, through the links of their
+/// [`BufHeader`]s, under the posting lock of their QP.
+///
+/// # Invariants
+///
+/// `head` and `tail` are both null, or the first and the last member. Each
+/// member is live and owned by the list; its `prev` and `next` are its
+/// neighbours (null at the ends).
+struct BufList {
+    head: *mut BufHeader,
+    tail: *mut BufHeader,
+}
+
+impl BufList {
+    const fn new() -> Self {
+        Self {
+            head: core::ptr::null_mut(),
+            tail: core::ptr::null_mut(),
+        }
+    }
+
+    /// The first member.
+    fn front(&self) -> Option<NonNull<BufHeader>> {
+        NonNull::new(self.head)
+    }
+
+    /// Appends `h`, which the list owns from now on.
+    ///
+    /// # Safety
+    ///
+    /// `h` is the header of a live buffer in its final place, in no list,
+    /// whose owner gives it up to the list; the posting lock is held.
+    unsafe fn push_back(&mut self, h: NonNull<BufHeader>) {
+        // SAFETY: `h` is live (the function's contract) and so are the
+        // members (type invariant); the links are touched only under the
+        // posting lock.
+        unsafe {
+            BufHeader::set_links(h, self.tail, core::ptr::null_mut());
+            match NonNull::new(self.tail) {
+                Some(tail) => BufHeader::set_next(tail, h.as_ptr()),
+                None => self.head = h.as_ptr(),
+            }
+        }
+        // INVARIANT: `h` is the last member, linked to the one before.
+        self.tail = h.as_ptr();
+    }
+
+    /// Takes `h` out of the list, giving its ownership to the caller.
+    ///
+    /// # Safety
+    ///
+    /// `h` is a member; the posting lock is held.
+    unsafe fn remove(&mut self, h: NonNull<BufHeader>) {
+        // SAFETY: `h` and its neighbours are members, so live (type
+        // invariant); the links are touched only under the posting lock.
+        unsafe {
+            let (prev, next) = BufHeader::links(h);
+            match NonNull::new(prev) {
+                Some(prev) => BufHeader::set_next(prev, next),
+                None => self.head = next,
+            }
+            match NonNull::new(next) {
+                Some(next) => BufHeader::set_prev(next, prev),
+                None => self.tail = prev,
+            }
+            BufHeader::set_links(h, core::ptr::null_mut(), core::ptr::null_mut());
+        }
+    }
+
+    /// Empties the list; returns its first member, the others following
+    /// through `next`. The caller owns them all.
+    fn take_all(&mut self) -> *mut BufHeader {
+        let head = self.head;
+        // INVARIANT: empty.
+        self.head = core::ptr::null_mut();
+        self.tail = core::ptr::null_mut();
+        head
+    }
+}
+
+/// What the completion of a Send took out of its QP's lists
+/// ([`Qp::send_done`]).
+pub(super) struct SendDone {
+    /// The Send was posted signaled.
+    pub(super) signaled: bool,
+    /// Its send-queue sequence number.
+    pub(super) seq: u64,
+    /// Null, or, after the successful completion of a signaled Send, the
+    /// first of the unsignaled Sends posted before it, the others following
+    /// through their `next` link in post order (the last's is null). Each
+    /// completed successfully, is out of every list, and is owned by the
+    /// receiver; each is a buffer of the same type as the signaled Send.
+    pub(super) earlier: *mut BufHeader,
+}
+
 /// A QP's posting state, under the lock every post takes.
 ///
 /// # Invariants
 ///
-/// `raw` is the live QP while `state` is `Open` or `Closing`. `inflight`
-/// heads a list, linked through their [`BufHeader`]s, of the buffers posted
-/// and not yet handed back by their completion; each is owned by the list.
+/// `raw` is the live QP while `state` is `Open` or `Closing`. Each buffer
+/// posted and not yet handed back is owned by exactly one of two lists:
+/// `unsignaled` if it is a Send posted unsignaled (its header says so),
+/// `inflight` otherwise (Receives, signaled Sends). `unsignaled` is in
+/// post order, so its sequence numbers increase from the front. Every Send
+/// buffer ever linked begins a buffer whose handler type has the
+/// `TypeId` `send_kind`.
 pub(super) struct Posting {
     state: State,
     raw: *mut bindings::ib_qp,
@@ -178,11 +291,14 @@ pub(super) struct Posting {
     posted: bool,
     /// The sequence number of the next send-queue work request.
     sq_next: u64,
-    inflight: *mut BufHeader,
+    inflight: BufList,
+    unsignaled: BufList,
+    /// The handler type of the Send buffers, set by the first one posted.
+    send_kind: Option<TypeId>,
 }
 
 // SAFETY: The pointers are a QP, usable from any thread, and buffers the
-// list owns, which are `Send`.
+// lists own, which are `Send`.
 unsafe impl Send for Posting {}
 
 impl Posting {
@@ -208,7 +324,8 @@ impl Posting {
                     addr,
                     len,
                     lkey,
-                } => bindings::rpcrdma_rs_post_send(qp, cqe, addr, len, lkey),
+                    signaled,
+                } => bindings::rpcrdma_rs_post_send(qp, cqe, addr, len, lkey, signaled),
                 SendWr::RegMr { mr, writing, cqe } => {
                     bindings::rpcrdma_rs_post_reg_mr(qp, mr, writing, cqe)
                 }
@@ -247,45 +364,99 @@ impl Posting {
         Ok(())
     }
 
-    /// Adds a buffer to the in-flight list, which owns it from now on.
+    /// Adds a Receive buffer to the in-flight list, which owns it from
+    /// now on.
     ///
     /// # Safety
     ///
     /// `h` is the header of a live buffer in its final place, not in any
     /// list, whose owner gives it up to the list.
-    pub(super) unsafe fn link(&mut self, h: NonNull<BufHeader>) {
-        // SAFETY: `h` is live (the function's contract) and the list's
-        // members are live (type invariant); the links are touched only
-        // under this lock.
+    pub(super) unsafe fn link_recv(&mut self, h: NonNull<BufHeader>) {
+        // SAFETY: By the function's contract; under this lock.
         unsafe {
-            BufHeader::set_links(h, core::ptr::null_mut(), self.inflight);
-            if let Some(next) = NonNull::new(self.inflight) {
-                BufHeader::set_prev(next, h.as_ptr());
-            }
+            BufHeader::set_unsignaled(h, false);
+            self.inflight.push_back(h);
         }
-        // INVARIANT: `h` heads the list, which owns it.
-        self.inflight = h.as_ptr();
     }
 
-    /// Takes a buffer out of the in-flight list, giving ownership back.
+    /// Adds a Send buffer, to be posted signaled or not, to the list that
+    /// will own it from now on: the in-flight list, or the unsignaled list,
+    /// in post order. `EINVAL` (and not added) if an earlier Send buffer of
+    /// the QP had another handler type than `kind`.
     ///
     /// # Safety
     ///
-    /// `h` is in this QP's in-flight list.
-    pub(super) unsafe fn unlink(&mut self, h: NonNull<BufHeader>) {
-        // SAFETY: `h` and its neighbours are in the list, so live (type
-        // invariant); the links are touched only under this lock.
-        unsafe {
-            let (prev, next) = BufHeader::links(h);
-            match NonNull::new(prev) {
-                Some(prev) => BufHeader::set_next(prev, next),
-                None => self.inflight = next,
-            }
-            if let Some(next) = NonNull::new(next) {
-                BufHeader::set_prev(next, prev);
-            }
-            BufHeader::set_links(h, core::ptr::null_mut(), core::ptr::null_mut());
+    /// As for [`Posting::link_recv`]; `h` begins a buffer whose handler
+    /// type has the `TypeId` `kind`.
+    pub(super) unsafe fn link_send(
+        &mut self,
+        h: NonNull<BufHeader>,
+        kind: TypeId,
+        signaled: bool,
+    ) -> Result {
+        if *self.send_kind.get_or_insert(kind) != kind {
+            return Err(EINVAL);
         }
+        // SAFETY: By the function's contract; under this lock. INVARIANT:
+        // a Send of the QP's handler type, in the list its header names;
+        // appended, and posted next (or unlinked), so in post order.
+        unsafe {
+            BufHeader::set_unsignaled(h, !signaled);
+            if signaled {
+                self.inflight.push_back(h);
+            } else {
+                self.unsignaled.push_back(h);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes a buffer out of the list that owns it, giving ownership back.
+    ///
+    /// # Safety
+    ///
+    /// `h` is in one of this QP's lists.
+    pub(super) unsafe fn unlink(&mut self, h: NonNull<BufHeader>) {
+        // SAFETY: `h` is in the list its header names (type invariant), and
+        // is live; under this lock.
+        unsafe {
+            if BufHeader::unsignaled(h) {
+                self.unsignaled.remove(h);
+            } else {
+                self.inflight.remove(h);
+            }
+        }
+    }
+
+    /// Takes the unsignaled Sends whose sequence number is below `seq`
+    /// off the front of their list (the list is in post order), and chains
+    /// them through their `next` link in that order; returns the first (or
+    /// null). The caller owns them.
+    fn take_unsignaled_before(&mut self, seq: u64) -> *mut BufHeader {
+        let mut first = core::ptr::null_mut();
+        let mut last: Option<NonNull<BufHeader>> = None;
+        while let Some(h) = self.unsignaled.front() {
+            // SAFETY: A member, so live (type invariant); under this lock.
+            if unsafe { BufHeader::sq_seq(h) } >= seq {
+                break;
+            }
+            // SAFETY: A member; out of the list it is ours, and chained
+            // only through its own links and those of the one before it,
+            // also ours.
+            unsafe {
+                self.unsignaled.remove(h);
+                BufHeader::set_unsignaled(h, false);
+                match last {
+                    Some(last) => {
+                        BufHeader::set_next(last, h.as_ptr());
+                        BufHeader::set_prev(h, last.as_ptr());
+                    }
+                    None => first = h.as_ptr(),
+                }
+            }
+            last = Some(h);
+        }
+        first
     }
 }
 
@@ -361,7 +532,9 @@ impl Qp {
                     raw: core::ptr::null_mut(),
                     posted: false,
                     sq_next: 1,
-                    inflight: core::ptr::null_mut(),
+                    inflight: BufList::new(),
+                    unsignaled: BufList::new(),
+                    send_kind: None,
                 }),
                 teardown <- new_mutex!(Some((send_cq, recv_cq))),
                 id,
@@ -420,14 +593,48 @@ impl Qp {
         f(&mut post)
     }
 
-    /// Takes a buffer whose completion arrived out of the in-flight list.
+    /// Takes a Receive whose completion arrived out of the QP's lists.
     ///
     /// # Safety
     ///
-    /// `h` is in this QP's in-flight list.
+    /// `h` is in one of this QP's lists.
     pub(super) unsafe fn unlink(&self, h: NonNull<BufHeader>) {
         // SAFETY: By the function's contract.
         unsafe { self.post.lock().unlink(h) };
+    }
+
+    /// The completion of the Send `h` arrived, successful or not
+    /// (`success`): takes `h` out of the QP's lists and, if it was posted
+    /// signaled and succeeded, every unsignaled Send posted before it, all
+    /// under one hold of the lock. Those completed successfully too (the
+    /// send queue completes in order, and a failure flushes what follows
+    /// it), without a completion of their own: a device reports one for an
+    /// unsignaled request only when it fails or is flushed, which none of
+    /// them can have done, and would have reported it before this one. So
+    /// no buffer is handed back twice. A failed or flushed signaled Send
+    /// proves nothing of those before it: they stay until their own
+    /// completion or the QP's end.
+    ///
+    /// # Safety
+    ///
+    /// `h` is the header of a Send buffer in one of this QP's lists.
+    pub(super) unsafe fn send_done(&self, h: NonNull<BufHeader>, success: bool) -> SendDone {
+        let mut post = self.post.lock();
+        // SAFETY: In one of the lists (the function's contract), so live;
+        // its fields are written only under this lock.
+        let (signaled, seq) = unsafe { (!BufHeader::unsignaled(h), BufHeader::sq_seq(h)) };
+        // SAFETY: By the function's contract.
+        unsafe { post.unlink(h) };
+        let earlier = if signaled && success {
+            post.take_unsignaled_before(seq)
+        } else {
+            core::ptr::null_mut()
+        };
+        SendDone {
+            signaled,
+            seq,
+            earlier,
+        }
     }
 
     /// A signaled send-queue work request of sequence number `seq`
@@ -509,22 +716,28 @@ impl Qp {
         // `ib_free_cq` waits for a handler in progress, and no completion is
         // delivered afterwards.
         drop(cqs.take());
-        let mut inflight = {
+        // Both lists are emptied here, under the lock, once and for all:
+        // nothing is posted once destroyed, and no completion walks them.
+        let lists = {
             let mut post = self.post.lock();
             post.state = State::Destroyed;
             post.raw = core::ptr::null_mut();
-            core::mem::replace(&mut post.inflight, core::ptr::null_mut())
+            [post.inflight.take_all(), post.unsignaled.take_all()]
         };
         // INVARIANT: destroyed, and the CQs freed.
         self.destroyed.store(true, Ordering::Release);
-        // What the list still owns never completed, and never will: the QP
-        // and the CQs are gone.
-        while let Some(h) = NonNull::new(inflight) {
-            // SAFETY: A member of the list, which owned it and is gone: the
-            // buffer is ours to free, and nothing else refers to it.
-            unsafe {
-                inflight = BufHeader::links(h).1;
-                BufHeader::free(h);
+        // What the lists still owned never completed, or completed without
+        // a completion of its own (unsignaled Sends no signaled one
+        // covered), and nothing will hand it back: the QP and the CQs are
+        // gone.
+        for mut next in lists {
+            while let Some(h) = NonNull::new(next) {
+                // SAFETY: A member of a list, which owned it and is gone:
+                // the buffer is ours to free, and nothing else refers to it.
+                unsafe {
+                    next = BufHeader::links(h).1;
+                    BufHeader::free(h);
+                }
             }
         }
         drained

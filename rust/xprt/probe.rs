@@ -358,7 +358,8 @@ fn exchange(
                 .copy_from_slice(bytes);
             Ok(bytes.len())
         })?;
-        send.post().map_err(|(_, e)| e)?;
+        // Signaled: its completion is one of the two the probe waits for.
+        send.post(true).map_err(|(_, e)| e)?;
 
         *stage = "waiting for the NULL reply";
         let (received, reply, reply_len) =

@@ -954,7 +954,7 @@ impl Endpoint {
 
         // The buffer belongs to the QP until its completion hands it back.
         let buf = slot.take().ok_or(EINVAL)?;
-        if let Err((buf, _)) = buf.post() {
+        if let Err((buf, _)) = buf.post(true) {
             *slot = Some(buf);
             shared.connection_lost(Loss::Post("Send"));
             return Err(errno::enotconn());
