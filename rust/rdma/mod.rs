@@ -30,7 +30,7 @@ pub(crate) mod mr;
 pub(crate) mod piece;
 pub(crate) mod qp;
 
-pub(crate) use buffer::{Completion, CompletionHandler, Received, RecvBuf, SendBuf};
+pub(crate) use buffer::{Completion, CompletionHandler, Received, RecvBuf, SendBuf, SentBatch};
 pub(crate) use client::{Client, Registration};
 pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, NetNs, SockAddr};
 pub(crate) use device::Device;

@@ -26,7 +26,7 @@ use crate::{
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
-        MrHandler, QpCaps, Received, RecvBuf, SendBuf,
+        MrHandler, QpCaps, Received, RecvBuf, SendBuf, SentBatch,
     },
     sunrpc::{
         self, params,
@@ -148,10 +148,11 @@ impl FreeSends {
         })
     }
 
-    fn take(&mut self) -> Option<SendBuf<EpShared>> {
+    /// Takes a free buffer; returns it and how many are left free.
+    fn take(&mut self) -> Option<(SendBuf<EpShared>, usize)> {
         let buf = self.slots.get_mut(self.len.checked_sub(1)?)?.take()?;
         self.len -= 1;
-        Some(buf)
+        Some((buf, self.len))
     }
 
     /// Returns `buf`, taken before, to the stack; hands it back if there
@@ -610,6 +611,21 @@ impl CompletionHandler for EpShared {
         self.xprt.write_space();
     }
 
+    /// A signaled Send and the unsignaled ones before it completed: all go
+    /// back to the pool under one hold of its lock, and one wake-up
+    /// follows (C: `rpcrdma_sendctx_put_locked`).
+    fn sent_batch(&self, mut batch: SentBatch<Self>, _completion: &Completion) {
+        let stray = {
+            let mut free = self.free_sends.lock();
+            batch.find_map(|buf| free.put(buf).err())
+        };
+        // Outside the lock: a buffer with no room in the pool (none, unless
+        // it is not one of the pool's), and any after it, are freed.
+        drop(stray);
+        drop(batch);
+        self.xprt.write_space();
+    }
+
     fn received(&self, rep: Received<Self>, completion: &Completion) {
         if !completion.is_success() {
             // E.g. a message longer than the Receive buffer (a local length
@@ -635,12 +651,20 @@ pub(crate) struct Endpoint {
     pub(crate) peer_private: ([u8; MAX_PEER_PRIVATE], usize),
     /// Chunk-planning limits for this connection.
     thresholds: Thresholds,
+    /// One Send in this many is signaled (`Sizes::send_batch`).
+    send_batch: u32,
+    /// Sends posted unsignaled since the last signaled one (C:
+    /// `re_send_count`, counting up).
+    unsignaled: u32,
 }
 
 /// The queue sizes of a connection on a device (C: `frwr_query_device`).
 struct Sizes {
     max_requests: u32,
     sends: u32,
+    /// One Send in this many is signaled, at least (C: `re_send_batch`;
+    /// see `Endpoint::signal`).
+    send_batch: u32,
     receives: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
@@ -680,11 +704,25 @@ impl Sizes {
         // Every credit's reply, and the server's backchannel Calls twice
         // over (C: credits + 2 * rb_bc_srv_max_requests).
         let receives = max_requests.saturating_add(2 * BC_CREDITS);
-        // A region has a REG_MR and a LOCAL_INV in the send queue at most,
-        // and an unsignaled REG_MR may keep its slot until the next Send
-        // completes (so one more per Send); every Send; the drain. The
-        // credits were capped above so that this fits the device; the
-        // `min` only keeps the drain's slot should that ever change.
+        // One Send in `max_requests / 8` is signaled, as C
+        // (`re_send_batch = re_max_requests >> 3`), and at least one in
+        // one: it scales with the pool (one buffer per credit, and a few),
+        // so that the Sends an idle connection leaves unsignaled, which
+        // hold their buffers until the next signaled one completes, stay an
+        // eighth of it, and it is 16 for the default 128 slots.
+        let send_batch = (max_requests / 8).max(1);
+        // A work request keeps its send-queue slot until its completion,
+        // or that of a later one, is polled. A region has a REG_MR and a
+        // LOCAL_INV in the send queue at most, and an unsignaled REG_MR
+        // may keep its slot until the Send after it completes (so one more
+        // per Send); every Send; the drain. An unsignaled Send keeps its
+        // slot until a later completion is polled, but also its buffer:
+        // the buffer comes back only after that completion (its own, or
+        // the later signaled Send's), so the Sends holding slots are never
+        // more than the Send buffers, with or without signaling, and a
+        // stale REG_MR is still one per such Send. The credits were capped
+        // above so that this fits the device; the `min` only keeps the
+        // drain's slot should that ever change.
         let max_send_wr = sends
             .saturating_mul(2)
             .saturating_add(2 * MRS)
@@ -693,6 +731,7 @@ impl Sizes {
         Ok(Self {
             max_requests,
             sends,
+            send_batch,
             receives,
             max_send_wr,
             max_recv_wr: receives.saturating_add(1),
@@ -771,6 +810,8 @@ impl Endpoint {
             device: device_name,
             peer_private: ([0; MAX_PEER_PRIVATE], 0),
             thresholds: Thresholds::new(1024, 1024, 2, u32::MAX, 4096),
+            send_batch: sizes.send_batch,
+            unsignaled: 0,
         };
         let qp = ep.id.qp()?.clone();
         // Each set is filled outside the locks (allocation sleeps), then
@@ -859,8 +900,8 @@ impl Endpoint {
         let shared = &self.shared;
         // Not in the `match`: the guard would live through its arms.
         let taken = shared.free_sends.lock().take();
-        let buf = match taken {
-            Some(buf) => buf,
+        let (buf, left) = match taken {
+            Some(taken) => taken,
             None => {
                 shared.stats.empty_sendctx_q.fetch_add(1, Ordering::Relaxed);
                 shared.xprt.wait_for_buffer_space();
@@ -870,7 +911,7 @@ impl Endpoint {
             }
         };
         let mut slot = Some(buf);
-        let result = self.post_one(&mut slot, rqst, bc_reply);
+        let result = self.post_one(&mut slot, rqst, bc_reply, left);
         if let Some(buf) = slot {
             // Not posted: back to the free ones.
             let stray = self.shared.free_sends.lock().put(buf);
@@ -879,14 +920,44 @@ impl Endpoint {
         result
     }
 
+    /// Whether to signal the next Send, `left` Send buffers being free
+    /// once it took its own (C: `frwr_send`). An unsignaled Send keeps its
+    /// buffer until a later signaled Send completes successfully (or the
+    /// connection ends), so:
+    ///
+    /// - one Send in `send_batch` is signaled, which bounds what the Sends
+    ///   after the last signaled one hold: `send_batch - 1` buffers at
+    ///   most (all an idle connection keeps);
+    /// - and every Send that leaves fewer than `send_batch` buffers free,
+    ///   in particular the one that takes the last. So whenever the pool
+    ///   is empty, the last Send to empty it (Sends are taken and posted
+    ///   one at a time: `&mut self`) was posted signaled, and its
+    ///   completion has not been handled: no buffer came back since
+    ///   (after one did, only a later Send could empty the pool again),
+    ///   handling that completion puts its buffer back, and a Send that
+    ///   could not be posted puts its own back at once. That completion
+    ///   will come and wake the waiters: a success hands back it and
+    ///   every unsignaled Send before it, a failure or a flush hands back
+    ///   the Send and loses the connection, and the drain flushes it at
+    ///   teardown. So a sender that finds no free buffer (`send`, which
+    ///   sunrpc wakes with `write_space`) always waits for a completion
+    ///   that will come, never for buffers stranded behind an unsignaled
+    ///   Send.
+    fn signal(&self, left: usize) -> bool {
+        let batch = self.send_batch.max(1);
+        self.unsignaled.saturating_add(1) >= batch || left < batch as usize
+    }
+
     /// Marshals `rqst` into the Send buffer in `slot` and posts it, which
     /// takes it out of `slot`: `marshal.rs` plans and encodes the Call,
-    /// this registers its chunks and posts.
+    /// this registers its chunks and posts, signaled or not (`left`
+    /// buffers are free besides this one; see `signal`).
     fn post_one(
         &mut self,
         slot: &mut Option<SendBuf<EpShared>>,
         rqst: &Rqst<'_>,
         bc_reply: bool,
+        left: usize,
     ) -> Result {
         let shared = self.shared.clone();
         let mut prepared = marshal::prepare(
@@ -952,13 +1023,20 @@ impl Endpoint {
         drop(gate);
         prepared.count(stats);
 
-        // The buffer belongs to the QP until its completion hands it back.
+        // The buffer belongs to the QP until its completion (or, if not
+        // signaled, that of a later signaled Send) hands it back.
+        let signaled = self.signal(left);
         let buf = slot.take().ok_or(EINVAL)?;
-        if let Err((buf, _)) = buf.post(true) {
+        if let Err((buf, _)) = buf.post(signaled) {
             *slot = Some(buf);
             shared.connection_lost(Loss::Post("Send"));
             return Err(errno::enotconn());
         }
+        self.unsignaled = if signaled {
+            0
+        } else {
+            self.unsignaled.saturating_add(1)
+        };
         Ok(())
     }
 
@@ -1003,9 +1081,9 @@ impl Drop for Endpoint {
         };
         drop(waiting);
         shared.released.notify_all();
-        // The Send buffers came back with their completions (or were freed
-        // with the QP); the Receives were freed by their handler, or with
-        // the QP.
+        // The Send buffers came back with their completions, or with a later
+        // signaled Send's (or were freed with the QP); the Receives were
+        // freed by their handler, or with the QP.
         let sends = core::mem::replace(&mut *shared.free_sends.lock(), FreeSends::empty());
         drop(sends);
         // Deregistering sleeps: outside the locks.
