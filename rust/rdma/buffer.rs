@@ -75,7 +75,8 @@ pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
 /// `prev`, `next`, `unsignaled` and `sq_seq` are written only by the
 /// buffer's owner: under the posting lock of the QP the buffer is posted
 /// on while one of its lists owns it, or, once out of the lists, by whoever
-/// took it out (a [`SentBatch`], or the QP's shutdown). `free` drops the
+/// took it out (the `SendDone` and then the [`SentBatch`] that carry a
+/// batch, or the QP's shutdown). `free` drops the
 /// buffer this header begins.
 #[repr(C)]
 pub(super) struct BufHeader {
@@ -220,7 +221,8 @@ struct Buf<H: CompletionHandler> {
 }
 
 // SAFETY: The raw pointers are an owned allocation and list links that are
-// written only under the QP's posting lock; the rest is `Send`.
+// written only by the buffer's owner (`BufHeader`'s invariant); the rest is
+// `Send`.
 unsafe impl<H: CompletionHandler> Send for Buf<H> {}
 
 type Owned<H> = Pin<KBox<Buf<H>>>;
@@ -588,6 +590,8 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
             // Failed or flushed (or, from a device that reports them, an
             // unsignaled success): only this one, which proves nothing of
             // the send queue (an unsignaled one does not advance it).
+            // `done.earlier` is null: `send_done` takes the earlier Sends
+            // only for the success of a signaled one.
             handler.sent(SendBuf(buf), &completion);
             return;
         }

@@ -306,9 +306,10 @@ impl Posting {
     ///
     /// # Safety
     ///
-    /// What `wr` points to must stay alive, and (for a Send) be owned by the
-    /// in-flight list, until the request's completion is delivered or the
-    /// QP is destroyed.
+    /// What `wr` points to must stay alive, and (for a Send) be owned by one
+    /// of the QP's lists of posted buffers, until the request's completion
+    /// (or, for an unsignaled Send, a later signaled Send's) is delivered
+    /// or the QP is destroyed.
     pub(super) unsafe fn post_send(&mut self, wr: SendWr) -> Result<u64> {
         if self.state != State::Open {
             return Err(errno::enotconn());

@@ -358,7 +358,8 @@ fn exchange(
                 .copy_from_slice(bytes);
             Ok(bytes.len())
         })?;
-        // Signaled: its completion is one of the two the probe waits for.
+        // Signaled: its buffer comes back by its own completion, as the
+        // probe posts no later Send that could hand it back.
         send.post(true).map_err(|(_, e)| e)?;
 
         *stage = "waiting for the NULL reply";

@@ -704,12 +704,13 @@ impl Sizes {
         // Every credit's reply, and the server's backchannel Calls twice
         // over (C: credits + 2 * rb_bc_srv_max_requests).
         let receives = max_requests.saturating_add(2 * BC_CREDITS);
-        // One Send in `max_requests / 8` is signaled, as C
-        // (`re_send_batch = re_max_requests >> 3`), and at least one in
-        // one: it scales with the pool (one buffer per credit, and a few),
-        // so that the Sends an idle connection leaves unsignaled, which
-        // hold their buffers until the next signaled one completes, stay an
-        // eighth of it, and it is 16 for the default 128 slots.
+        // At least one Send in `max_requests / 8` is signaled (16 for the
+        // default 128 slots), C's `re_send_batch`: it scales with the pool
+        // (one buffer per credit, and a few), so that the Sends an idle
+        // connection leaves unsignaled, which hold their buffers until the
+        // next signaled one completes, stay an eighth of it. (C uses the
+        // whole batch only once: `frwr_send` then resets its count to
+        // what is left of it, so it signals every other Send from then on.)
         let send_batch = (max_requests / 8).max(1);
         // A work request keeps its send-queue slot until its completion,
         // or that of a later one, is polled. A region has a REG_MR and a
@@ -931,7 +932,8 @@ impl Endpoint {
     /// - and every Send that leaves fewer than `send_batch` buffers free,
     ///   in particular the one that takes the last. So whenever the pool
     ///   is empty, the last Send to empty it (Sends are taken and posted
-    ///   one at a time: `&mut self`) was posted signaled, and its
+    ///   one at a time, under the transport's `ep` mutex) was posted
+    ///   signaled, and its
     ///   completion has not been handled: no buffer came back since
     ///   (after one did, only a later Send could empty the pool again),
     ///   handling that completion puts its buffer back, and a Send that
@@ -944,8 +946,9 @@ impl Endpoint {
     ///   that will come, never for buffers stranded behind an unsignaled
     ///   Send.
     fn signal(&self, left: usize) -> bool {
-        let batch = self.send_batch.max(1);
-        self.unsignaled.saturating_add(1) >= batch || left < batch as usize
+        let batch = self.send_batch;
+        self.unsignaled.saturating_add(1) >= batch
+            || usize::try_from(batch).map_or(true, |batch| left < batch)
     }
 
     /// Marshals `rqst` into the Send buffer in `slot` and posts it, which
@@ -1000,8 +1003,8 @@ impl Endpoint {
             }),
             None => Err(EINVAL),
         };
-        match filled {
-            Ok(_) => {}
+        let filled = match filled {
+            Ok(len) => len,
             Err(e) => {
                 if let Some(rec) = rec {
                     pool.forget_unposted(rec);
@@ -1025,7 +1028,14 @@ impl Endpoint {
 
         // The buffer belongs to the QP until its completion (or, if not
         // signaled, that of a later signaled Send) hands it back.
-        let signaled = self.signal(left);
+        // A Send of a page or more is signaled too: siw hands such an
+        // unsignaled Send's pages to TCP without copying them when they are
+        // not slab pages (Send buffers above 8 KiB, with a large
+        // max_inline_write), and reports the Send done before TCP is done
+        // with them. Its buffer must not be reused until its own completion
+        // (C signals every Send that carries mapped pages, for the same
+        // reason).
+        let signaled = self.signal(left) || filled >= PAGE_SIZE;
         let buf = slot.take().ok_or(EINVAL)?;
         if let Err((buf, _)) = buf.post(signaled) {
             *slot = Some(buf);
