@@ -35,6 +35,10 @@ pub(crate) struct Stats {
     /// Times a Send found too few free memory regions and waited for
     /// replies to bring some back (an RPC may wait more than once).
     pub(crate) mr_waits: AtomicU64,
+    /// Sends posted, and those of them posted signaled: the rest complete
+    /// silently, handed back by a later signaled Send's completion.
+    pub(crate) sends: AtomicU64,
+    pub(crate) sends_signaled: AtomicU64,
 }
 
 impl Stats {

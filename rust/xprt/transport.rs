@@ -101,12 +101,14 @@ impl XprtState {
         let s = &self.stats;
         seq_print!(
             m,
-            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n  duplicate_replies {}\n  mr_waits {}\n",
+            "  remote_invalidations {}\n  rdma_errors {}\n  bad_replies {}\n  duplicate_replies {}\n  mr_waits {}\n  sends {}\n  sends_signaled {}\n",
             s.remote_invalidations.load(Ordering::Relaxed),
             s.rdma_errors.load(Ordering::Relaxed),
             s.bad_reply_count.load(Ordering::Relaxed),
             s.duplicate_replies.load(Ordering::Relaxed),
-            s.mr_waits.load(Ordering::Relaxed)
+            s.mr_waits.load(Ordering::Relaxed),
+            s.sends.load(Ordering::Relaxed),
+            s.sends_signaled.load(Ordering::Relaxed)
         );
     }
 }

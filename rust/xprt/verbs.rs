@@ -1042,7 +1042,9 @@ impl Endpoint {
             shared.connection_lost(Loss::Post("Send"));
             return Err(errno::enotconn());
         }
+        stats.sends.fetch_add(1, Ordering::Relaxed);
         self.unsignaled = if signaled {
+            stats.sends_signaled.fetch_add(1, Ordering::Relaxed);
             0
         } else {
             self.unsignaled.saturating_add(1)

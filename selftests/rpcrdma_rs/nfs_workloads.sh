@@ -12,7 +12,7 @@ RUN_DIR=$1
 
 VERS=${NFS_WORKLOAD_VERSION:-4.2}
 require_rdma_xprt "nfs workloads"
-PLAN=18
+PLAN=19
 tap_plan $PLAN
 
 mnt=/mnt/nfs-work
@@ -209,13 +209,29 @@ invalidated_once() {
 	[ "$segs" = $((remote + loc)) ] &&
 		[ "$(mountstats_field "$mnt" 24)" = $((256 * $(mountstats_field "$mnt" 3))) ]
 }
+# Sends complete in batches: no more than send_batch - 1 unsignaled Sends
+# in a row (send_batch is an eighth of the credits asked for), so at least
+# sends / send_batch are signaled; and, with the slots far from all in use
+# here, most are not.
+sends_batched() {
+	local sends signaled asked batch
+	sends=$(rs_xprt_field sends) || return 1
+	signaled=$(rs_xprt_field sends_signaled) || return 1
+	asked=$(rs_xprt_field credits_requested) || return 1
+	batch=$((asked / 8 > 1 ? asked / 8 : 1))
+	tap_diag "sends $sends, signaled $signaled, batch $batch"
+	[ "$sends" -gt 100 ] && [ "$signaled" -ge $((sends / batch)) ] &&
+		[ $((signaled * 2)) -lt "$sends" ]
+}
 if [ "$TRANSPORT" = rs ]; then
 	tap_diag "$(tr '\n' ' ' </sys/kernel/debug/rpcrdma_rs/xprts)"
 	tap_check "the server invalidated MRs remotely" positive "$(rs_xprt_field remote_invalidations)"
 	tap_check "every registered segment invalidated exactly once" invalidated_once
+	tap_check "Sends signaled one batch at a time" sends_batched
 else
 	tap_skip "the server invalidated MRs remotely" "counted by rpcrdma_rs only"
 	tap_skip "every registered segment invalidated exactly once" "counted by rpcrdma_rs only"
+	tap_skip "Sends signaled one batch at a time" "counted by rpcrdma_rs only"
 fi
 rm -rf "$dir"
 server_run "rm -rf /srv/export/big"
