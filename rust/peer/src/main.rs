@@ -13,7 +13,6 @@ mod xdr;
 
 use cli::{Fault, Options, Parsed, PrivateDataMode, Trigger};
 use rpcrdma_proto::proto::private_data::{self, LocalSettings, PrivateData};
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use sys::*;
@@ -30,11 +29,13 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// tool runs.
 macro_rules! event {
     ($($arg:tt)*) => {{
+        use std::io::Write as _;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, $($arg)*);
         let _ = out.flush();
     }};
 }
+pub(crate) use event;
 
 fn hex(b: &[u8]) -> String {
     if b.is_empty() {
@@ -244,7 +245,7 @@ impl Peer {
                             event_name(kind),
                             status
                         );
-                        drop(c);
+                        c.release();
                     }
                 }
                 _ => {}

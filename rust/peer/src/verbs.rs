@@ -8,7 +8,8 @@
 //! Everything runs on one thread and each Call is handled to the end
 //! before the next: work requests are all signaled, and a Call's RDMA
 //! Reads, Writes and Sends are waited for before it is done. Receives that
-//! complete meanwhile are queued.
+//! complete meanwhile are queued. Only a finished connection's objects are
+//! destroyed on a thread of their own ([`Conn::release`]).
 
 use crate::sys::*;
 use crate::transport::{Outgoing, Probe, RdmaWrite};
@@ -813,6 +814,43 @@ impl Conn {
         // SAFETY: a live id.
         unsafe {
             rdma_disconnect(self.id);
+        }
+    }
+}
+
+/// A finished connection on its way to the thread that destroys it.
+struct Releasing(Conn);
+
+// SAFETY: a `Conn` owns its verbs objects and its buffer alone: nothing
+// else holds the pointers (the listener compares ids only, of connections
+// it still lists). libibverbs and librdmacm may destroy objects from any
+// thread, and librdmacm's `rdma_destroy_id` waits for the id's events the
+// main thread has taken to be acknowledged (each is, as it is taken).
+unsafe impl Send for Releasing {}
+
+impl Conn {
+    /// Destroys the connection on a thread of its own and says how long
+    /// that took (`released`). Destroying a connection the client has left
+    /// can sleep in the kernel, uninterruptibly, while the connection
+    /// manager waits out its timers (minutes, seen over Soft-RoCE under
+    /// emulation); the peer must go on taking cases and connections
+    /// meanwhile. If no thread can be made, it is destroyed here.
+    pub fn release(self) {
+        let conn = Releasing(self);
+        let start = Instant::now();
+        let spawned = std::thread::Builder::new()
+            .name("release".into())
+            .spawn(move || {
+                let conn = conn;
+                let peer = conn.0.peer.clone();
+                drop(conn);
+                crate::event!(
+                    "released peer={peer} after_ms={}",
+                    start.elapsed().as_millis()
+                );
+            });
+        if let Err(e) = spawned {
+            eprintln!("no thread to release a connection on ({e}); releasing it here");
         }
     }
 }
