@@ -73,8 +73,8 @@ mountpoint -q "$scratch" || mount -t tmpfs -o size=64m tmpfs "$scratch"
 [ "${BREAK_DATA_CHECK:-0}" = 1 ] && tap_diag "BREAK_DATA_CHECK=1: every expected checksum is wrong"
 # A round that starts just before the time is up, and the final checks,
 # take several minutes more.
-if [ "${TEST_TIMEOUT:-600}" -lt $((MINUTES * 60 + 480)) ]; then
-	tap_diag "TEST_TIMEOUT ${TEST_TIMEOUT:-600} s leaves little room after $MINUTES minutes: the test may be killed"
+if [ "${TEST_TIMEOUT:-1200}" -lt $((MINUTES * 60 + 480)) ]; then
+	tap_diag "TEST_TIMEOUT ${TEST_TIMEOUT:-1200} s leaves little room after $MINUTES minutes: the test may be killed"
 fi
 
 bg_pids=()
