@@ -12,8 +12,10 @@
 #   memory debuggers stay quiet (the harness scans the log), the mount
 #   works afterwards, and every MR is back on the free list.
 # - The server grants the full 128 credits on an NFSv4.1 mount and a deep
-#   queue of reads uses them for 40 s while callbacks arrive on the same
-#   connection: round after round, a file held open for reading gets a
+#   queue of reads uses them while callbacks arrive on the same
+#   connection, until 4 recalls are done (or 40 rounds, or 300 s: a round
+#   takes 5 s on a fast host under TCG, 20 on a slow one): round after
+#   round, a file held open for reading gets a
 #   read delegation (the server's /proc/fs/nfsd/clients/*/states lists
 #   it) and a write open of it on the server recalls it with CB_RECALL
 #   over the backchannel, as in nfs_load.sh. At least 3 recalls must
@@ -123,12 +125,21 @@ else
 	tap_check "fio killed three times while disconnects were injected" killed_fio
 fi
 settled_io() {
-	local i
-	# Soft RPCs may still fail once while the connection settles.
+	local i want got
+	head -c 4M /dev/urandom >"$scratch/after" || return 1
+	want=$(sha256sum <"$scratch/after")
+	want=$(expected "${want%% *}")
+	# Soft RPCs may still fail once while the connection settles. 64 KiB
+	# O_DIRECT RPCs, one at a time, each well within the 2 s timeout: on a
+	# slow host under TCG one 1 MiB RPC takes a second, and the four a
+	# buffered copy sends at once would time out every time.
 	for i in 1 2 3 4 5; do
-		head -c 4M /dev/urandom >"$scratch/after" &&
-			cp "$scratch/after" "$mnt/after" 2>/dev/null && drop_caches &&
-			cmp "$scratch/after" "$mnt/after" 2>/dev/null && return 0
+		if dd if="$scratch/after" of="$mnt/after" bs=64k oflag=direct status=none 2>/dev/null &&
+			got=$(set -o pipefail; dd if="$mnt/after" bs=64k iflag=direct status=none 2>/dev/null | sha256sum); then
+			[ "${got%% *}" = "$want" ] && return 0
+			tap_diag "read back after the disconnects: $got, expected $want"
+			return 1
+		fi
 		sleep 2
 	done
 	return 1
@@ -264,21 +275,30 @@ if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt"; then
 	tap_diag "delegations granted after $t warm-up rounds ($no_deleg without one, $recall_bad failed)"
 	rounds=0 recalls=0 no_deleg=0 recall_bad=0 slowest=0 no_deleg_states=""
 	before=$(connects)
-	deep_io() {
-		fio --name=deep --filename="$mnt/q/file" --rw=randread --bs=4k --size=8M \
-			--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=40 \
-			--output="$RUN_DIR/fio-teardown-deep.txt" >/dev/null
-	}
-	deep_io &
+	deep_out=$RUN_DIR/fio-teardown-deep.txt
+	# fio itself in the background (not a function in a subshell, which
+	# would ignore SIGINT), so that $! is fio's.
+	fio --name=deep --filename="$mnt/q/file" --rw=randread --bs=4k --size=8M \
+		--ioengine=libaio --iodepth=128 --direct=1 --numjobs=2 --time_based --runtime=300 \
+		--output="$deep_out" >/dev/null &
 	deep_pid=$!
 	# Rounds in this shell (server_run numbers its commands here), from
-	# once the queue has filled until the reads end.
+	# once the queue has filled until 4 recalls are done; then the reads
+	# are stopped (SIGINT: fio ends its jobs and reports them).
 	sleep 2
-	for ((t = 1; t <= 40; t++)); do
+	for ((t = 1; t <= 40 && recalls < 4; t++)); do
 		kill -0 "$deep_pid" 2>/dev/null || break
 		recall_round "f$t"
 	done
-	tap_check "128 requests deep, 4 KiB random reads" wait "$deep_pid"
+	kill -INT "$deep_pid" 2>/dev/null
+	# fio exits 128 when interrupted: its report then says whether every
+	# job (2) ended without an error.
+	deep_done() {
+		local rc=0
+		wait "$deep_pid" || rc=$?
+		[ "$rc" = 0 ] || { [ "$rc" = 128 ] && [ "$(grep -c 'err= 0:' "$deep_out")" = 2 ]; }
+	}
+	tap_check "128 requests deep, 4 KiB random reads" deep_done
 	tap_diag "recall rounds $rounds: $recalls recalled during the reads (slowest write open $slowest ms), $no_deleg without a delegation, $recall_bad failed"
 	[ "$no_deleg" = 0 ] || tap_diag "the states when none was listed: $(printf '%s' "$no_deleg_states" | tr '\n' ' ')"
 	tap_check "$D_RECALLS" test "$recalls" -ge 3 -a "$recall_bad" = 0
