@@ -657,16 +657,30 @@ fn main() {
     };
     let result = peer.run();
     let fired = peer.trigger.count();
-    for (c, _, _) in &mut peer.conns {
+    for (mut c, _, _) in peer.conns.drain(..) {
         c.disconnect();
+        c.release();
     }
-    peer.conns.clear();
-    match result {
-        Ok(()) => event!("exit status=0 faults_fired={fired}"),
+    // Connections still being destroyed use the listener's event channel:
+    // wait a little for them, and if some are still sleeping in the
+    // kernel, exit without destroying the listener (the kernel cleans up
+    // after the process).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while verbs::releases_pending() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = match result {
+        Ok(()) => {
+            event!("exit status=0 faults_fired={fired}");
+            0
+        }
         Err(e) => {
             event!("exit status=1 faults_fired={fired} reason={e:?}");
-            std::process::exit(1);
+            1
         }
+    };
+    if status != 0 || verbs::releases_pending() {
+        std::process::exit(status);
     }
 }
 

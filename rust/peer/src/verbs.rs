@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Receives kept posted: more than any Linux client has Calls in flight
@@ -821,12 +822,25 @@ impl Conn {
 /// A finished connection on its way to the thread that destroys it.
 struct Releasing(Conn);
 
-// SAFETY: a `Conn` owns its verbs objects and its buffer alone: nothing
-// else holds the pointers (the listener compares ids only, of connections
-// it still lists). libibverbs and librdmacm may destroy objects from any
-// thread, and librdmacm's `rdma_destroy_id` waits for the id's events the
-// main thread has taken to be acknowledged (each is, as it is taken).
+// SAFETY: a `Conn` owns its verbs objects and its buffer alone: the main
+// thread keeps no pointer to them once it hands the connection over (it
+// compares ids only, of connections it still lists). The one object it
+// shares is the listener's event channel, which its id was created on:
+// the main thread never destroys the listener while a release is under
+// way (`releases_pending`; it exits the process instead). libibverbs and
+// librdmacm may destroy objects from any thread, and librdmacm's
+// `rdma_destroy_id` waits until the id's events the main thread has taken
+// are acknowledged (each is, as it is taken).
 unsafe impl Send for Releasing {}
+
+/// Connections handed to a release thread and not yet destroyed.
+static RELEASING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether connections are still being destroyed: the listener, whose
+/// event channel they use, must outlive them.
+pub fn releases_pending() -> bool {
+    RELEASING.load(Ordering::Acquire) != 0
+}
 
 impl Conn {
     /// Destroys the connection on a thread of its own and says how long
@@ -836,21 +850,31 @@ impl Conn {
     /// emulation); the peer must go on taking cases and connections
     /// meanwhile. If no thread can be made, it is destroyed here.
     pub fn release(self) {
+        let peer = self.peer.clone();
         let conn = Releasing(self);
         let start = Instant::now();
+        RELEASING.fetch_add(1, Ordering::AcqRel);
         let spawned = std::thread::Builder::new()
             .name("release".into())
+            .stack_size(256 << 10)
             .spawn(move || {
+                // The whole wrapper, not its field: the closure must
+                // capture the `Send` type.
                 let conn = conn;
-                let peer = conn.0.peer.clone();
+                let Releasing(conn) = conn;
                 drop(conn);
+                RELEASING.fetch_sub(1, Ordering::AcqRel);
                 crate::event!(
-                    "released peer={peer} after_ms={}",
+                    "released peer={} after_ms={}",
+                    peer,
                     start.elapsed().as_millis()
                 );
             });
         if let Err(e) = spawned {
-            eprintln!("no thread to release a connection on ({e}); releasing it here");
+            // The closure, and the connection with it, was dropped by
+            // `spawn` on this thread.
+            RELEASING.fetch_sub(1, Ordering::AcqRel);
+            eprintln!("no thread to release a connection on ({e}); released it here");
         }
     }
 }
