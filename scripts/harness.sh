@@ -9,6 +9,7 @@
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
 #                      [--append KERNEL-ARGS] [--cpus N] [--server-cpus N]
 #                      [--kernel test|bench] [--module PATH] [--without "a.sh ..."]
+#                      [--canary]
 #   scripts/harness.sh --judge DIR
 #
 # --kernel bench boots the benchmark kernel (scripts/bench.sh), which has no
@@ -28,6 +29,13 @@
 # Reports of the reference server's known defects (known_server_defects)
 # are listed and accepted. --judge reads an earlier run directory again
 # and gives its verdict as it would be given now, booting nothing.
+#
+# --canary checks the harness itself in the same run: harness_canary.sh
+# runs first with HARNESS_CANARY=1 and plants a kernel WARNING and a data
+# check with a wrong expected checksum. Both must be caught, and are then
+# taken out of the verdict: the run passes one case more ("harness
+# self-test") if they were and the rest passed, and has a problem of its
+# own if either was missed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -49,6 +57,7 @@ kernel="test"
 module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
 append=""
 append_set=0
+canary=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--transport) transport=$2; shift 2 ;;
@@ -64,6 +73,7 @@ while [ $# -gt 0 ]; do
 	--kernel) kernel=$2; shift 2 ;;
 	--module) module=$2; shift 2 ;;
 	--without) without=$2; shift 2 ;;
+	--canary) canary=1; shift ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -72,6 +82,7 @@ if [ -n "$judge" ]; then
 	# shellcheck disable=SC1091 # written by an earlier run
 	. "$judge/params"
 	transport=$TRANSPORT rdma=$RDMA tests=$TESTS
+	canary=${HARNESS_CANARY:-0}
 	# (Runs before KERNEL was recorded booted the test kernel.)
 	kernel=${KERNEL:-test}
 	# (Runs before APPEND was recorded: the client's command line.)
@@ -103,6 +114,10 @@ if [ -z "$tests" ]; then
 		tests=$(tr ' ' '\n' <<<"$tests" | grep -vxF "$w" | tr '\n' ' ')
 	done
 	tests=${tests% }
+fi
+if [ "$canary" = 1 ] && [ -z "$judge" ]; then
+	tests="harness_canary.sh $tests"
+	extra_env+=("HARNESS_CANARY=1")
 fi
 
 # The skips a run accepts, each with its reason; any other skip fails it.
@@ -331,6 +346,13 @@ vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G
 	--verbose --rodir="$RPCRDMA_RS_TOP" --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run)
 [ -z "$append" ] || vng_common+=(--append "$append")
+# The guests' root is the host's, over 9p, read-only, and nothing under it
+# changes during a run (the run directory, the checkout and the module
+# come through mounts of their own): virtme-ng's root mount options again
+# (the kernel takes the last rootflags=), with the cache on. Every
+# program a test starts is read through it; under TCG this takes about
+# a third off each start, and off udev's coldplug at boot.
+vng_common+=(--append "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose")
 # A module from outside the checkout (--module) is shared the same way:
 # /var/tmp and /var/cache are fresh in the guests too.
 case "$module" in
@@ -370,6 +392,7 @@ else
 fi
 
 problems=() defects=()
+canary_warned=0
 [ "$client_status" = 124 ] || [ "$server_status" = 124 ] && problems+=("timed out after $limit s")
 if [ "$kernel" = bench ]; then
 	log "bench kernel: no kmemleak or lockdep to check"
@@ -387,6 +410,13 @@ for role in server client; do
 	# same line from both counts once.
 	{ grep -hE "$kernel_problem_re" "$out/$role-dmesg.txt" "$out/$role-console.log" 2>/dev/null || true; } |
 		sed 's/[[:space:]]*$//' | sort -u >"$out/$role-kernel-problems.txt"
+	# The canary's planted WARNING leaves it too, noted (--canary).
+	if [ "$role" = client ] && [ "$canary" = 1 ]; then
+		grep -F 'WARNING: harness canary' "$out/client-kernel-problems.txt" >"$out/client-canary.tmp" || true
+		[ -s "$out/client-canary.tmp" ] && canary_warned=1
+		drop_problems client "$out/client-canary.tmp"
+		rm -f "$out/client-canary.tmp"
+	fi
 	# Allocation failures a test injected on purpose leave the list.
 	injected_failures "$out/$role-dmesg.txt" "$out/$role-console.log" | sort -u >"$out/$role-injected.tmp"
 	if [ -s "$out/$role-injected.tmp" ]; then
@@ -501,6 +531,21 @@ for t in $tests; do
 	done < <(sed -nE -e 's/^ok [0-9]+(.*)# SKIP ?(.*)$/top\t\1\t\2/p' \
 		-e 's/^[[:space:]]+ok [0-9]+(.*)# SKIP ?(.*)$/sub\t\1\t\2/p' "$f")
 done
+
+# The canary's planted data error must be its one failed case: then it
+# leaves the verdict, and the self-test is a passed case.
+if [ "$canary" = 1 ]; then
+	canary_failed=$(grep -c '^harness_canary.sh: ' "$out/failures.txt" || true)
+	if [ "$canary_warned" = 1 ] && [ "$canary_failed" = 1 ] &&
+		grep -q '^harness_canary.sh: not ok [0-9]* 1 MiB written and read back matches' "$out/failures.txt"; then
+		grep -v '^harness_canary.sh: ' "$out/failures.txt" >"$out/failures.tmp" || true
+		mv "$out/failures.tmp" "$out/failures.txt"
+		failed=$((failed - 1)) passed=$((passed + 1))
+		log "harness self-test: the planted WARNING and data error were caught"
+	else
+		problems+=("harness self-test: the planted faults were not caught (the WARNING: $canary_warned; the canary's failed cases: $canary_failed, 1 expected)")
+	fi
+fi
 
 # A harness problem counts as a failed case of its own.
 failed=$((failed + ${#problems[@]}))

@@ -29,10 +29,11 @@
 #   and the client reads the server's write. Then once more after an
 #   injected disconnect, whose reconnect moves the backchannel to a new
 #   connection.
-# - Failing allocations: 5% of the slab allocations (failslab), then of
-#   the page allocations (fail_page_alloc), made with the transport
-#   module's code on the stack, fail for 20 s while verified fio runs on a hard
-#   NFSv3 mount; I/O errors are allowed then, wrong data is not. Afterwards
+# - Failing allocations: every 10th of the slab allocations (failslab),
+#   then of the page allocations (fail_page_alloc), made with the
+#   transport module's code on the stack, fails for 20 s (up to 40 s
+#   until one has) while verified fio runs on a hard NFSv3 mount; I/O
+#   errors are allowed then, wrong data is not. Afterwards
 #   the mount must work: a file written before reads back intact, a new
 #   8 MiB file too, and with rpcrdma_rs every MR is back on the free list.
 #   The page allocator logs "page allocation failure" for what it fails;
@@ -64,6 +65,8 @@ POOL=256
 # Fault injection "times": each injected failure takes one, so what is
 # left tells how many there were (-1 would mean unlimited, uncounted).
 FAULT_BUDGET=1000000
+# The injection fails every FAULT_INTERVAL-th allocation it may fail.
+FAULT_INTERVAL=10
 
 xprts=/sys/kernel/debug/rpcrdma_rs/xprts
 fail_sunrpc=/sys/kernel/debug/fail_sunrpc
@@ -532,8 +535,8 @@ module_range() {
 	return 1
 }
 
-# fault_on DIR: from now on 5% of the allocations made with the transport
-# module's code on the stack (require-start/require-end: its send path,
+# fault_on DIR: from now on one in FAULT_INTERVAL of the allocations made
+# with the transport module's code on the stack (require-start/require-end: its send path,
 # completion handlers, connection set-up, and what they call into, such
 # as the RDMA driver's posting) fail, silently. Failing allocations
 # everywhere would starve ib_mad's receive queue on the management QP
@@ -546,7 +549,7 @@ fault_on() {
 	[ -d "$d" ] || { tap_diag "no $d"; return 1; }
 	read -r start end < <(module_range)
 	[ -n "$end" ] || { tap_diag "no address range for $mod in /proc/modules"; return 1; }
-	echo 0 >"$d/probability" && echo 1 >"$d/interval" && echo "$FAULT_BUDGET" >"$d/times" &&
+	echo 0 >"$d/probability" && echo "$FAULT_INTERVAL" >"$d/interval" && echo "$FAULT_BUDGET" >"$d/times" &&
 		echo 0 >"$d/space" && echo 0 >"$d/verbose" && echo N >"$d/task-filter" &&
 		echo N >"$d/ignore-gfp-wait" && echo 32 >"$d/stacktrace-depth" &&
 		echo "$start" >"$d/require-start" && echo "$end" >"$d/require-end" &&
@@ -557,7 +560,9 @@ fault_on() {
 	esac
 	echo "rpcrdma-rs-selftest: fault injection begins" >/dev/kmsg
 	injecting=$d
-	echo 5 >"$d/probability"
+	# Every FAULT_INTERVAL-th, not 5% at random: a slow guest makes few
+	# such allocations in the window, and at random none might fail.
+	echo 100 >"$d/probability"
 }
 
 fault_off() {
@@ -566,14 +571,15 @@ fault_off() {
 	injecting=""
 }
 
-# inject_job DIR: verified writes for INJECT_SECONDS and 5 s more (fio
-# starts before the injection and ends after it), over and over (each
+# inject_job DIR: verified writes for as long as the injection may last
+# and 5 s more (fio starts before the injection and is stopped after it),
+# over and over (each
 # loop writes, then verifies); I/O errors do not stop it, and a block
 # whose write failed is not verified (fio drops it from its list), so any
 # verification failure is wrong data read back.
 inject_job() {
 	fio_jobs "$1" 4M 16 verify_fatal=0 continue_on_error=all \
-		"runtime=$((INJECT_SECONDS + 5))" loops=1000
+		"runtime=$((2 * INJECT_SECONDS + 5))" loops=1000
 }
 
 # pause SECONDS: sleeps without starting a program (a read that times
@@ -586,16 +592,17 @@ rm -f "$scratch/pause"
 pause() { read -r -t "$1" -u "$pause_fd" _; }
 
 # inject NAME: NAME's injection on for INJECT_SECONDS while verified fio
-# runs on the hard mount, then off; fio gets three minutes more to end.
-# Reports what fio saw; succeeds when allocations did fail. (No program
-# starts and nothing is written to the run directory, on 9p, while
-# injecting.)
+# runs on the hard mount (up to twice that until an allocation has
+# failed), then off; fio runs 5 s more, is stopped (SIGINT: it ends its
+# jobs and reports) and gets three minutes to end. Reports what fio saw;
+# succeeds when allocations did fail. (No program starts and nothing is
+# written to the run directory, on 9p, while injecting.)
 inject() {
 	local name=$1 dir=/sys/kernel/debug/$1 pid rc injected w v e
 	mkdir -p "$mntf/$name"
 	inject_job "$mntf/$name" >"$scratch/$name.fio"
 	rm -f "$scratch/fio-$name.txt" "$scratch/fio-$name.err"
-	timeout -s KILL $((INJECT_SECONDS + 180)) fio --output-format=terse,normal \
+	timeout -s KILL $((2 * INJECT_SECONDS + 180)) fio --output-format=terse,normal \
 		--output="$scratch/fio-$name.txt" "$scratch/$name.fio" >/dev/null 2>"$scratch/fio-$name.err" &
 	pid=$!
 	fio_pids=("$pid")
@@ -607,8 +614,16 @@ inject() {
 		return 1
 	fi
 	pause "$INJECT_SECONDS"
+	local left
+	for ((left = INJECT_SECONDS; left > 0; left--)); do
+		read -r injected <"$dir/times"
+		[ "$injected" = "$FAULT_BUDGET" ] || break
+		pause 1
+	done
 	fault_off "$dir"
 	injected=$((FAULT_BUDGET - $(cat "$dir/times")))
+	pause 5
+	kill -INT "$pid" 2>/dev/null
 	wait "$pid"
 	rc=$?
 	fio_pids=()
@@ -618,7 +633,7 @@ inject() {
 		"$scratch/fio-$name.txt" 2>/dev/null)
 	e=$(awk '/errors *: total=/ { sub(/.*total=/, ""); s += $0 + 0 } END { print s + 0 }' \
 		"$scratch/fio-$name.txt" 2>/dev/null)
-	tap_diag "$name: $injected allocations failed in $INJECT_SECONDS s; fio exit $rc," \
+	tap_diag "$name: $injected allocations failed in $((INJECT_SECONDS + INJECT_SECONDS - left)) s; fio exit $rc," \
 		"${w:-0} KiB written, ${v:-0} KiB verified, ${e:-0} I/O errors"
 	[ "$injected" -gt 0 ] 2>/dev/null
 }
@@ -661,7 +676,7 @@ new_file_intact() {
 write_before() {
 	# 256 KiB payloads, not the server's 1 MiB: four times the RPCs, so
 	# that the transport's paths run often enough in the injection's
-	# 20 s for 5% of their allocations to fail (with 1 MiB, one run saw
+	# 20 s for some of their allocations to fail (with 1 MiB, one run saw
 	# none fail).
 	NFS_MOUNT_OPTS=rsize=262144,wsize=262144 nfs_mount 3 "$mntf" || return 1
 	head -c 4M /dev/urandom >"$scratch/before.bin"
