@@ -7,15 +7,18 @@
 # cache, read them back and compare checksums, and read the transport's
 # counters through nfs-utils (mountstats, nfsiostat); then the same over
 # IPv6. NFS_VERSIONS lists the versions (all four), NFS_IPV6_VERSIONS
-# those of them also run over IPv6 (the same): the netid and the address
-# are the transport's, whatever the version above it.
+# which of them also run over IPv6 (all): the netid and the address are
+# the transport's, whatever the version above it.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 VERSIONS=${NFS_VERSIONS:-3 4.0 4.1 4.2}
 CASES_PER_VERSION=8
 
-IPV6_VERSIONS=${NFS_IPV6_VERSIONS-$VERSIONS}
+IPV6_VERSIONS=""
+for v in ${NFS_IPV6_VERSIONS-$VERSIONS}; do
+	case " $VERSIONS " in *" $v "*) IPV6_VERSIONS+="$v " ;; esac
+done
 
 require_rdma_xprt "nfs data integrity"
 IPV6_CASES=5

@@ -167,7 +167,8 @@ fi
 
 # The whole data integrity test under the small thresholds, as a subtest.
 integrity() {
-	NFS_VERSIONS="4.1" bash "$(dirname "$0")/nfs_data_integrity.sh" "$RUN_DIR" | sed 's/^/    /'
+	NFS_VERSIONS="4.1" NFS_IPV6_VERSIONS="4.1" bash "$(dirname "$0")/nfs_data_integrity.sh" "$RUN_DIR" |
+		sed 's/^/    /'
 	return "${PIPESTATUS[0]}"
 }
 tap_check "data integrity with 1024-byte thresholds" integrity
