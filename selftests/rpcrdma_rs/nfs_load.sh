@@ -614,14 +614,15 @@ inject() {
 		return 1
 	fi
 	pause "$INJECT_SECONDS"
-	local left
+	local left times
 	for ((left = INJECT_SECONDS; left > 0; left--)); do
-		read -r injected <"$dir/times"
-		[ "$injected" = "$FAULT_BUDGET" ] || break
+		read -r times <"$dir/times"
+		[ "$times" = "$FAULT_BUDGET" ] || break
 		pause 1
 	done
 	fault_off "$dir"
-	injected=$((FAULT_BUDGET - $(cat "$dir/times")))
+	read -r times <"$dir/times"
+	injected=$((FAULT_BUDGET - times))
 	pause 5
 	kill -INT "$pid" 2>/dev/null
 	wait "$pid"
