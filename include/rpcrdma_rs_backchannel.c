@@ -88,7 +88,8 @@ void rpcrdma_rs_bc_destroy(struct rpc_xprt *xprt, unsigned int reqs)
 /*
  * Queues a backchannel Call (@data, @len bytes, starting at the RPC
  * header) to the callback service.  -ENOPROTOOPT: no callback service,
- * so not a Call for us; -ENOBUFS: the server sent more than it may.
+ * so not a Call for us; -ENOBUFS: the server sent more than it may;
+ * -EMSGSIZE: too long; -ENOMEM: no memory for another slot.
  */
 int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 			       u32 len)
@@ -116,7 +117,7 @@ int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 			return -ENOBUFS;
 		b = kzalloc(sizeof(*b), GFP_NOWAIT | __GFP_NOWARN);
 		if (!b)
-			return -ENOBUFS;
+			return -ENOMEM;
 		xprt->bc_alloc_count++;
 		rqst = &b->rqst;
 		rqst->rq_xprt = xprt;

@@ -27,6 +27,11 @@ void rpcrdma_rs_op_detach(void *transport);
 int rpcrdma_rs_op_connect(void *transport);
 /* True if the last connection attempt failed (the next one backs off). */
 bool rpcrdma_rs_op_connect_failed(void *transport);
+/*
+ * True if the last connection ended at a fault of the server (closing it
+ * keeps the reconnect backoff).
+ */
+bool rpcrdma_rs_op_peer_faulted(void *transport);
 /* Tears down the connection; sleeps. */
 void rpcrdma_rs_op_close(void *transport);
 /*

@@ -143,8 +143,12 @@ static void rpcrdma_rs_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 
 void rpcrdma_rs_close(struct rpc_xprt *xprt)
 {
-	rpcrdma_rs_op_close(rs_xprt(xprt)->transport);
-	xprt->reestablish_timeout = 0;
+	struct rpcrdma_rs_xprt *r = rs_xprt(xprt);
+
+	rpcrdma_rs_op_close(r->transport);
+	/* A connection the server broke keeps the backoff it has earned. */
+	if (!rpcrdma_rs_op_peer_faulted(r->transport))
+		xprt->reestablish_timeout = 0;
 	++xprt->connect_cookie;
 	xprt_disconnect_done(xprt);
 }

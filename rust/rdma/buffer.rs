@@ -42,6 +42,16 @@ impl Completion {
     pub(crate) fn is_flush(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
     }
+
+    /// True for a Receive that failed for what the peer sent: a message
+    /// longer than the buffer, or a Send With Invalidate naming an R_key
+    /// it may not invalidate. Other failures may be local or the link's
+    /// (some devices report a QP's flushed Receives with the error that
+    /// moved it to the error state).
+    pub(crate) fn is_peer_error(&self) -> bool {
+        self.status == bindings::ib_wc_status_IB_WC_LOC_LEN_ERR
+            || self.status == bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR
+    }
 }
 
 /// Receives the completions of the buffers made with it. Called from the

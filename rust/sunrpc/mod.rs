@@ -149,7 +149,9 @@ impl Xprt {
 
     /// Hands a backchannel Call (`data`, from its RPC header on) to the
     /// callback service. `ENOPROTOOPT`: the transport has no callback
-    /// service, so the message is not a Call for it.
+    /// service, so the message is not a Call for it; `ENOBUFS` or
+    /// `EMSGSIZE`: more Calls than the slots, or one too long; `ENOMEM`:
+    /// no memory for another slot.
     pub(crate) fn bc_receive_call(&self, data: &[u8]) -> Result {
         let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
         // SAFETY: `raw` is live (type invariant); `data` is readable for

@@ -53,8 +53,16 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
     /// Connects (`connect`, from its worker in process context). Sleeps.
     fn connect(&self) -> Result;
 
-    /// True if the last connection attempt failed: the next one backs off.
+    /// True if the last connection attempt failed, or the transport wants
+    /// the next one delayed for another reason: it backs off.
     fn connect_failed(&self) -> bool {
+        false
+    }
+
+    /// True if the last connection ended at a fault of the server: its
+    /// `close` keeps the reconnect backoff reached so far, which sunrpc
+    /// otherwise starts again.
+    fn peer_faulted(&self) -> bool {
         false
     }
 
@@ -301,6 +309,17 @@ impl<T: ClassOps> Adapter<T> {
         T::connect_failed(&state)
     }
 
+    /// `rpcrdma_rs_op_peer_faulted`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::state`].
+    pub(crate) unsafe extern "C" fn peer_faulted(transport: *mut c_void) -> bool {
+        // SAFETY: By the function's contract.
+        let state = unsafe { Self::state(transport) };
+        T::peer_faulted(&state)
+    }
+
     /// `rpcrdma_rs_op_close`: closes the connection. Sleeps.
     ///
     /// # Safety
@@ -442,6 +461,16 @@ macro_rules! class_ops {
                 // SAFETY: The caller guarantees what `connect_failed`
                 // requires.
                 unsafe { Adapter::<$t>::connect_failed(transport) }
+            }
+
+            /// # Safety
+            ///
+            /// As for `Adapter::peer_faulted`.
+            #[no_mangle]
+            unsafe extern "C" fn rpcrdma_rs_op_peer_faulted(transport: *mut c_void) -> bool {
+                // SAFETY: The caller guarantees what `peer_faulted`
+                // requires.
+                unsafe { Adapter::<$t>::peer_faulted(transport) }
             }
 
             /// # Safety

@@ -312,7 +312,8 @@ fn be32(data: &[u8], word: usize) -> Option<u32> {
 /// What one received message is (C: `rpcrdma_reply_handler`).
 pub(crate) enum Incoming<'a> {
     /// Not a transport header this requester can use: reset the
-    /// connection, failing Call `xid` if it names one.
+    /// connection (Call `xid`, if it names one, is sent again on the
+    /// next).
     Bad {
         xid: Option<u32>,
         why: header::DecodeError,

@@ -42,6 +42,11 @@ pub(crate) struct XprtState {
     last: Mutex<Option<Arc<EpShared>>>,
     /// The last connection attempt failed: back off before the next.
     connect_failed: AtomicBool,
+    /// The last connection ended at a fault of the server (a message that
+    /// cannot be trusted): back off before the next, and keep the backoff
+    /// reached so far when it closes, for the server may well do the same
+    /// again with the retransmission.
+    peer_fault: AtomicBool,
     /// The inline thresholds of the last connection, for readers that may
     /// not sleep (`bc_maxpayload` runs under the RCU read lock).
     inline_send: AtomicU32,
@@ -57,6 +62,7 @@ impl XprtState {
             ep <- new_mutex!(None),
             last <- new_mutex!(None),
             connect_failed: AtomicBool::new(false),
+            peer_fault: AtomicBool::new(false),
             inline_send: AtomicU32::new(proto::DEFAULT_INLINE_SIZE),
             inline_recv: AtomicU32::new(proto::DEFAULT_INLINE_SIZE),
         })
@@ -176,7 +182,8 @@ impl XprtOps for XprtState {
         // the lock: its teardown waits for the drain).
         let old = self.ep.lock().take();
         drop(old);
-        match Endpoint::connect(self.xprt, &self.stats) {
+        let after_fault = self.peer_fault.load(Ordering::Relaxed);
+        match Endpoint::connect(self.xprt, &self.stats, after_fault) {
             Ok(ep) => {
                 let n = &ep.negotiated;
                 self.inline_send.store(n.inline_send, Ordering::Relaxed);
@@ -186,6 +193,7 @@ impl XprtOps for XprtState {
                 *self.last.lock() = Some(ep.shared.clone());
                 *self.ep.lock() = Some(ep);
                 self.connect_failed.store(false, Ordering::Relaxed);
+                self.peer_fault.store(false, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => {
@@ -199,12 +207,18 @@ impl XprtOps for XprtState {
     }
 
     fn connect_failed(&self) -> bool {
-        self.connect_failed.load(Ordering::Relaxed)
+        self.connect_failed.load(Ordering::Relaxed) || self.peer_fault.load(Ordering::Relaxed)
+    }
+
+    fn peer_faulted(&self) -> bool {
+        self.peer_fault.load(Ordering::Relaxed)
     }
 
     fn close(&self) {
         let ep = self.ep.lock().take();
         drop(ep);
+        let faulted = self.last.lock().as_ref().is_some_and(|s| s.peer_faulted());
+        self.peer_fault.store(faulted, Ordering::Relaxed);
     }
 
     fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {

@@ -192,6 +192,13 @@ pub(crate) struct EpShared {
     /// The connection was established and not yet torn down: losing it
     /// must be reported to sunrpc (once).
     live: AtomicBool,
+    /// The server sent a message that cannot be trusted: the next
+    /// connection is made after sunrpc's reconnect backoff.
+    peer_fault: AtomicBool,
+    /// The connection before this one ended at a fault of the server: the
+    /// backoff that earned is not undone by this one's replies, so it
+    /// grows if the server does it again (a clean close undoes it).
+    after_fault: bool,
     /// The server's current grant.
     pub(crate) credits: AtomicU32,
     /// A grant out of range was logged: once per connection is enough
@@ -209,7 +216,7 @@ pub(crate) struct EpShared {
 }
 
 impl EpShared {
-    fn new(xprt: Xprt, stats: Arc<Stats>) -> impl PinInit<Self> {
+    fn new(xprt: Xprt, stats: Arc<Stats>, after_fault: bool) -> impl PinInit<Self> {
         let max_requests = xprt.max_reqs();
         pin_init!(Self {
             events <- ConnEvents::new(),
@@ -218,6 +225,8 @@ impl EpShared {
             gate <- new_spinlock!(Gate::Idle),
             free_sends <- new_spinlock!(FreeSends::empty()),
             live: AtomicBool::new(false),
+            peer_fault: AtomicBool::new(false),
+            after_fault,
             credits: AtomicU32::new(1),
             grant_logged: AtomicBool::new(false),
             max_requests: AtomicU32::new(max_requests),
@@ -252,6 +261,12 @@ impl EpShared {
         }
         // Regions came back: a sender may be waiting for them.
         self.xprt.write_space();
+    }
+
+    /// The server sent this connection a message that cannot be trusted
+    /// ([`EpShared::bad_reply`]).
+    pub(crate) fn peer_faulted(&self) -> bool {
+        self.peer_fault.load(Ordering::Relaxed)
     }
 
     /// The connection failed (`why`): say so, naming the server, and have
@@ -361,8 +376,15 @@ impl EpShared {
     }
 
     /// Counts, logs and traces (as `kind`) a message that cannot be
-    /// trusted, fails the Call it names (once its memory is unreachable),
-    /// and resets the connection.
+    /// trusted and resets the connection. The Call it names is left on
+    /// sunrpc's receive queue, as every Call the reset finds unanswered:
+    /// the reset wakes it and it is sent again on the next connection,
+    /// once the drain has made its memory unreachable. Failing it here
+    /// instead would race the drain (the failure is delivered only if its
+    /// LOCAL_INV completes before the QP is flushed), and would give a
+    /// hard mount `EIO` where a retransmission may well succeed. A server
+    /// that sends such a message every time is reconnected to after
+    /// sunrpc's backoff (`peer_fault`), not at once.
     fn bad_reply(
         &self,
         rep: Received<Self>,
@@ -378,16 +400,24 @@ impl EpShared {
                 None => pr_warn!("{}: {}\n", self.xprt.peer(), what),
             }
         }
+        self.peer_fault.store(true, Ordering::Relaxed);
         self.connection_lost(Loss::BadReply);
-        match xid.and_then(|xid| Some((xid, self.xprt.lookup_pin(xid)?))) {
-            Some((xid, rqst)) => self.answer(xid, rqst, Outcome::Failed(EIO), rep),
-            None => self.repost(rep),
+        self.repost(rep);
+    }
+
+    /// A message was taken: sunrpc's reconnect backoff starts again
+    /// (`reply_arrived`), unless the server broke the protocol on this
+    /// connection or the one before: the messages queued behind a fault,
+    /// or answered before it comes again, must not undo the backoff it
+    /// earned.
+    fn taken(&self) {
+        if !self.after_fault && !self.peer_faulted() {
+            self.xprt.reply_arrived();
         }
     }
 
     /// Handles one received message (C: `rpcrdma_reply_handler`).
     fn handle_reply(&self, rep: Received<Self>) {
-        self.xprt.reply_arrived();
         let reply = match marshal::classify(rep.data()) {
             Incoming::Short => {
                 let len = rep.data().len();
@@ -407,7 +437,10 @@ impl EpShared {
                 );
             }
             Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
-                Ok(()) => return self.repost(rep),
+                Ok(()) => {
+                    self.taken();
+                    return self.repost(rep);
+                }
                 // No callback service: not a Call for us after all.
                 Err(e) if e == errno::enoprotoopt() => match marshal::classify(rep.data()) {
                     Incoming::Reply(reply) => reply,
@@ -416,6 +449,11 @@ impl EpShared {
                 Err(e) => {
                     if sunrpc::ratelimit(Budget::Fault) {
                         pr_warn!("{}: backchannel Call dropped: {:?}\n", self.xprt.peer(), e);
+                    }
+                    // More Calls than the slots, or one too long: the
+                    // server's; not a failed allocation (ENOMEM).
+                    if e != ENOMEM {
+                        self.peer_fault.store(true, Ordering::Relaxed);
                     }
                     self.connection_lost(Loss::Backchannel);
                     return self.repost(rep);
@@ -500,7 +538,10 @@ impl EpShared {
         }
         let (buflen, page_room) = rqst.rcv_room();
         match reply.outcome(buflen, page_room) {
-            Ok(outcome) => self.answer(xid, rqst, outcome, rep),
+            Ok(outcome) => {
+                self.taken();
+                self.answer(xid, rqst, outcome, rep);
+            }
             Err(what) => {
                 drop(rqst);
                 self.bad_reply(rep, Some(xid), ReplyError::BadChunk, fmt!("{}", what));
@@ -630,6 +671,9 @@ impl CompletionHandler for EpShared {
         if !completion.is_success() {
             // E.g. a message longer than the Receive buffer (a local length
             // error). The buffer is freed: the connection is reset.
+            if completion.is_peer_error() {
+                self.peer_fault.store(true, Ordering::Relaxed);
+            }
             self.completion_failed("Receive", completion);
             return;
         }
@@ -755,9 +799,11 @@ impl Endpoint {
     /// Connects to the transport's server: resolves the address and
     /// route, creates the QP, posts the Receives, and connects with our
     /// RFC 8797 private data; traces the attempt's end. Sleeps.
-    pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>) -> Result<Self> {
+    /// `after_fault`: the connection before ended at a fault of the server
+    /// ([`EpShared::peer_faulted`]).
+    pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>, after_fault: bool) -> Result<Self> {
         let mut attempt = Attempt::default();
-        let result = Self::establish(xprt, stats, &mut attempt);
+        let result = Self::establish(xprt, stats, after_fault, &mut attempt);
         trace::connect(
             &xprt,
             attempt.device.as_deref(),
@@ -768,8 +814,13 @@ impl Endpoint {
     }
 
     /// [`Endpoint::connect`], saying in `attempt` how far it got.
-    fn establish(xprt: Xprt, stats: &Arc<Stats>, attempt: &mut Attempt) -> Result<Self> {
-        let shared = Arc::pin_init(EpShared::new(xprt, stats.clone()), GFP_KERNEL)?;
+    fn establish(
+        xprt: Xprt,
+        stats: &Arc<Stats>,
+        after_fault: bool,
+        attempt: &mut Attempt,
+    ) -> Result<Self> {
+        let shared = Arc::pin_init(EpShared::new(xprt, stats.clone(), after_fault), GFP_KERNEL)?;
         let mut id = CmId::new_in(shared.clone(), xprt.net())?;
         let dst = xprt.addr()?;
 

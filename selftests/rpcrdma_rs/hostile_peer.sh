@@ -23,7 +23,9 @@
 #      client's page cache is unchanged after the peer wrote to the rkeys
 #      of a finished READ);
 #   4. the client's own account of the fault: for rpcrdma_rs the line it
-#      logs, its debugfs state, or the counters in mountstats. Every
+#      logs, its debugfs state, or the counters in mountstats; for a reply
+#      it cannot trust, also that the RPC was sent again rather than
+#      failed (rs_retried). Every
 #      fault of the server has rpcrdma_rs log a line naming the server
 #      (rs_peer_logged), which this check requires too where its account
 #      is otherwise debugfs or mountstats;
@@ -83,21 +85,22 @@ CASES=(
 	"pd-sizes-max | read | ok | --private-data sizes-max | pd 262144 262144 1 4096 4096"
 	"pd-rinv-off | read | ok | --private-data rinv-off | pd 4096 4096 0 4096 4096"
 	"pd-offset | read | ok | --private-data offset | pd 4096 4096 1 4096 4096"
-	"short-header | read | ok | --fault short-header | logged short transport header \\(12 bytes\\)"
-	"truncated-header | read | ok | --fault truncated-header | logged bad transport header: Truncated"
-	"bad-version | read | ok | --fault bad-version | logged bad transport header: BadVersion\\(2\\)"
-	"bad-proc | read | ok | --fault bad-proc | logged bad transport header: UnknownProc\\(5\\)"
+	"short-header | read | ok | --fault short-header | retried short transport header \\(12 bytes\\)"
+	"truncated-header | read | ok | --fault truncated-header | retried bad transport header: Truncated"
+	"bad-version | read | ok | --fault bad-version | retried bad transport header: BadVersion\\(2\\)"
+	"bad-proc | read | ok | --fault bad-proc | retried bad transport header: UnknownProc\\(5\\)"
+	"bad-proc-twice | read | either | --fault bad-proc --times 2 | backoff"
 	"err-vers | read | either | --fault err-vers | logged RDMA_ERROR Vers \\{ low: 2, high: 2 \\}"
 	"err-chunk | read | either | --fault err-chunk | logged RDMA_ERROR Chunk"
 	"credits-zero | read | ok | --fault credits-zero --on any --times 0 | credits 1"
 	"credits-max | read | ok | --fault credits-max --on any --times 0 | credits requested"
 	"wrong-xid | read | ok | --fault wrong-xid | bad_xids"
 	"duplicate-reply | read | ok | --fault duplicate-reply | duplicate"
-	"reply-too-long | read | ok | --fault reply-too-long | logged Receive failed with completion status"
-	"write-chunk-overflow | read | ok | --fault write-chunk-overflow | logged Write chunk longer than offered"
-	"write-chunk-extra-segment | read | ok | --fault write-chunk-extra-segment | logged Write chunk longer than offered"
-	"reply-chunk-overflow | ls | ok | --fault reply-chunk-overflow --on readdirplus | logged Reply chunk longer than offered"
-	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | logged malformed reply chunk lists"
+	"reply-too-long | read | ok | --fault reply-too-long | retried Receive failed with completion status"
+	"write-chunk-overflow | read | ok | --fault write-chunk-overflow | retried Write chunk longer than offered"
+	"write-chunk-extra-segment | read | ok | --fault write-chunk-extra-segment | retried Write chunk longer than offered"
+	"reply-chunk-overflow | ls | ok | --fault reply-chunk-overflow --on readdirplus | retried Reply chunk longer than offered"
+	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | retried malformed reply chunk lists"
 	"disconnect-mid-reply | read | ok | --fault disconnect-mid-reply | reconnected"
 	"silence | read | ok | --fault silence | reconnected"
 	"send-inv-unknown | read | ok | --fault send-inv-unknown | reconnected"
@@ -588,6 +591,30 @@ rs_logged() {
 	return 1
 }
 
+# rs_retried REGEX: rpcrdma_rs logged REGEX (as rs_logged), and the RPC
+# the faulty reply answered was not failed but sent again after the
+# reset: the peer saw a Call with the XID of its fault after the fault. A
+# READ failed with EIO and retried by the page cache would carry a new XID.
+rs_retried() {
+	local l xid="" again=0
+	rs_logged "$@" || return 1
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		if [ -z "$xid" ]; then
+			[[ $l =~ ^fault-fired\ .*\ xid=(0x[0-9a-f]+) ]] && xid=${BASH_REMATCH[1]}
+		elif [[ $l == "call xid=$xid "* ]]; then
+			again=1
+			break
+		fi
+	done
+	if [ "$again" = 1 ]; then
+		why="$why; the RPC $xid sent again after the reset"
+		return 0
+	fi
+	why="$why; the RPC ${xid:-of the fault (no fault-fired line)} not sent again after the fault"
+	return 1
+}
+
 # rs_peer_logged REGEX: with TRANSPORT=rs, the kernel log has a line of
 # rpcrdma_rs naming the server, "rpcrdma_rs: $SERVER_IP4: " and then
 # REGEX, since the case's marker; adds what was seen to why. True at once
@@ -687,6 +714,37 @@ check_reconnected() {
 	why="connect_count ${connects0:-?} once mounted, ${n:-?} now"
 	[ -n "$connects0" ] && [ "${n:-0}" -gt "$connects0" ] 2>/dev/null || return 1
 	rs_peer_logged "(connection lost \\(|no reply in time; resetting the connection)"
+}
+
+# check_backoff: the server broke the protocol for an RPC and again for
+# its retransmission (both faults name one XID): the client reconnected at
+# once the first time and after sunrpc's backoff (5 s) the second, not in
+# a loop and not later. The mount's connect_count grew by 2 or more since
+# the mount (connects0), and its connect_time, the whole seconds spent
+# connecting, backoff included, by 4 to 12 (ctime0: a first reconnect
+# delayed as well would add 5 + 10); rpcrdma_rs logged the fault.
+# (backoff_seen sets bo_count and bo_time, names that wait_until's own
+# locals do not hide.)
+backoff_seen() {
+	mount_xprt
+	bo_count=${xprt[4]} bo_time=${xprt[5]}
+	[ -n "$connects0" ] && [ -n "$ctime0" ] &&
+		[ "${bo_count:-0}" -ge $((connects0 + 2)) ] 2>/dev/null
+}
+check_backoff() {
+	local bo_count bo_time l xids=()
+	wait_until 10 backoff_seen
+	why="connect_count ${connects0:-?} once mounted, ${bo_count:-?} now; connect_time ${ctime0:-?} s then, ${bo_time:-?} s now"
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ ^fault-fired\ .*\ xid=(0x[0-9a-f]+) ]] && xids+=("${BASH_REMATCH[1]}")
+	done
+	why="$why; faults for ${xids[*]:-no XID}"
+	[ "${#xids[@]}" = 2 ] && [ "${xids[0]}" = "${xids[1]}" ] || return 1
+	[ -n "$connects0" ] && [ -n "$ctime0" ] || return 1
+	[ "${bo_count:-0}" -ge $((connects0 + 2)) ] && [ "${bo_time:-0}" -ge $((ctime0 + 4)) ] &&
+		[ "${bo_time:-0}" -le $((ctime0 + 12)) ] 2>/dev/null || return 1
+	rs_peer_logged "bad transport header: UnknownProc\\(5\\)"
 }
 
 # check_other_rpc: a Reply's Send With Invalidate named the rkey of
@@ -803,9 +861,10 @@ run_case() {
 		return
 	fi
 	tap_ok "$name: mounted, over a new connection to the peer"
-	# The connections so far (check_reconnected).
-	local connects0=""
-	mount_xprt && connects0=${xprt[4]}
+	# The connections so far, and the seconds spent making them
+	# (check_reconnected, check_backoff).
+	local connects0="" ctime0=""
+	mount_xprt && connects0=${xprt[4]} ctime0=${xprt[5]}
 
 	local io_start=${EPOCHREALTIME/[.,]/}
 	phase connected
