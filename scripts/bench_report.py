@@ -211,7 +211,7 @@ def table(samples, unavailable, rows):
     """Prints the table; fills rows (the CSV); returns {(label, job): stats}."""
     stats = {}
     head = f"{'job':<22}{'transport':<13}{'median':>10}{'min':>10}{'max':>10}  {'unit':<6}" \
-           f"{'p50 us':>9}{'p99 us':>10}{'ratio/C':>9}{'cli cpu':>9}{'srv cpu':>9}"
+           f"{'p50 us':>9}{'p99 us':>10}{'ratio/C':>9}{'cli cpu':>10}{'srv cpu':>10}"
     print(head)
     print("-" * len(head))
     scaling_only = [j for j in JOBS if j not in BASE_JOBS]
@@ -244,7 +244,7 @@ def table(samples, unavailable, rows):
             stats[(label, job)] = {"median": med, "min": lo, "max": hi, "ratio": ratio,
                                    "client_cpu": ccpu, "cpu_ratio": cpu_ratio}
             print(f"{job:<22}{label:<13}{med:>10.1f}{lo:>10.1f}{hi:>10.1f}  {unit:<6}"
-                  f"{p50:>9.0f}{p99:>10.0f}{fmt(ratio):>9}{fmt(ccpu):>9}{fmt(scpu):>9}")
+                  f"{p50:>9.0f}{p99:>10.0f}{fmt(ratio):>9}{fmt(ccpu):>10}{fmt(scpu):>10}")
             rows.append({
                 "job": job, "transport": label, "unit": unit, "median": f"{med:.2f}",
                 "min": f"{lo:.2f}", "max": f"{hi:.2f}", "reps": len(ss),
