@@ -371,7 +371,15 @@ guest() { # ROLE NETDEV-OPTIONS MAC
 
 log "run $out: transport=$transport rdma=$rdma kernel=$kernel cpus=$cpus/$server_cpus tests: $tests"
 start=$(date +%s)
-guest server "listen=127.0.0.1:$port" "$SERVER_MAC" &
+# The server guest's end is marked for the client, which waits for it to
+# be ready: a guest that panicked booting (seen under TCG with two vCPUs)
+# would otherwise hold the client for ten minutes.
+(
+	rc=0
+	guest server "listen=127.0.0.1:$port" "$SERVER_MAC" || rc=$?
+	touch "$out/server-exited"
+	exit "$rc"
+) &
 server_pid=$!
 # The client's QEMU connects at start-up: wait for the listener.
 for _ in $(seq 300); do
