@@ -488,22 +488,37 @@ def plots(results, stats, unavailable):
         print("error: no matplotlib for /usr/bin/python3: plots not made "
               "(apt-get install python3-matplotlib)")
         return False
-    labels = [t[0] for t in TRANSPORTS]
+    # The transports measured, each job's bar from the median's ratio, its
+    # whisker from the minimum's to the maximum's (all over C's median).
+    labels = [t[0] for t in TRANSPORTS if t[0] not in unavailable]
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / len(labels)
+    width = 0.8 / max(len(labels), 1)
     for i, label in enumerate(labels):
-        vals = [(stats.get((label, job), {}).get("ratio") or 0) for job in BASE_JOBS]
-        ax.bar([j + i * width for j in range(len(BASE_JOBS))], vals, width, label=label)
+        vals, below, above = [], [], []
+        for job in BASE_JOBS:
+            st = stats.get((label, job), {})
+            ratio = st.get("ratio") or 0
+            c_med = stats.get((C, job), {}).get("median")
+            vals.append(ratio)
+            if ratio and c_med:
+                below.append(max(ratio - st["min"] / c_med, 0))
+                above.append(max(st["max"] / c_med - ratio, 0))
+            else:
+                below.append(0)
+                above.append(0)
+        ax.bar([j + i * width for j in range(len(BASE_JOBS))], vals, width, label=label,
+               yerr=[below, above], capsize=3)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    for i, label in enumerate(labels):
-        if label in unavailable:
-            ax.text(0.01, 0.97 - 0.06 * i, f"{label}: not measured ({unavailable[label]})",
-                    transform=ax.transAxes, fontsize=8, va="top")
-    ax.set_xticks([j + width for j in range(len(BASE_JOBS))])
+    missing = [f"{t[0]}: not measured ({unavailable[t[0]]})" for t in TRANSPORTS
+               if t[0] in unavailable]
+    for i, text in enumerate(missing):
+        ax.text(0.01, 0.03 + 0.06 * i, text, transform=ax.transAxes, fontsize=8, va="bottom")
+    ax.set_xticks([j + width * (len(labels) - 1) / 2 for j in range(len(BASE_JOBS))])
     ax.set_xticklabels(BASE_JOBS, rotation=20, ha="right")
     ax.set_ylabel("ratio to the C transport (median)")
-    ax.set_title("NFSv4.2 over two TCG guests: throughput / IOPS relative to C rpcrdma")
-    ax.legend()
+    ax.set_title("NFSv4.2 over two TCG guests: throughput / IOPS relative to C rpcrdma "
+                 "(bars: min to max)")
+    ax.legend(loc="upper right")
     fig.tight_layout()
     png = os.path.join(results, "ratios.png")
     fig.savefig(png, dpi=100)
