@@ -732,18 +732,17 @@ backoff_seen() {
 		[ "${bo_count:-0}" -ge $((connects0 + 2)) ] 2>/dev/null
 }
 check_backoff() {
-	local bo_count bo_time l xids=()
-	wait_until 10 backoff_seen
+	local bo_count bo_time l xids=() reconnected=0
+	wait_until 10 backoff_seen && reconnected=1
 	why="connect_count ${connects0:-?} once mounted, ${bo_count:-?} now; connect_time ${ctime0:-?} s then, ${bo_time:-?} s now"
 	peer_read
 	for l in "${peer_lines[@]}"; do
 		[[ $l =~ ^fault-fired\ .*\ xid=(0x[0-9a-f]+) ]] && xids+=("${BASH_REMATCH[1]}")
 	done
 	why="$why; faults for ${xids[*]:-no XID}"
-	[ "${#xids[@]}" = 2 ] && [ "${xids[0]}" = "${xids[1]}" ] || return 1
-	[ -n "$connects0" ] && [ -n "$ctime0" ] || return 1
-	[ "${bo_count:-0}" -ge $((connects0 + 2)) ] && [ "${bo_time:-0}" -ge $((ctime0 + 4)) ] &&
-		[ "${bo_time:-0}" -le $((ctime0 + 12)) ] 2>/dev/null || return 1
+	[ "${#xids[@]}" = 2 ] && [ "${xids[0]}" = "${xids[1]}" ] && [ "$reconnected" = 1 ] || return 1
+	[ "${bo_time:-0}" -ge $((ctime0 + 4)) ] && [ "${bo_time:-0}" -le $((ctime0 + 12)) ] 2>/dev/null ||
+		return 1
 	rs_peer_logged "bad transport header: UnknownProc\\(5\\)"
 }
 
