@@ -227,6 +227,11 @@ impl<H: MrHandler> Mr<H> {
         self.index
     }
 
+    /// The name of the region's device, for log lines.
+    pub(crate) fn device_name(&self) -> &CStr {
+        self.qp.device().name()
+    }
+
     /// DMA-maps `pieces` and maps them into the region for RPC `xid`, with
     /// a new key; returns the mapping, whose segment is to be advertised.
     /// `EBUSY` while the region is mapped.
@@ -407,7 +412,10 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
             // leave them alone (unmapping may copy into them) and leak the
             // DMA mapping. The device cannot reach them through the region
             // any more: it is deregistered below.
-            pr_warn!("memory region freed while mapped; its DMA mapping is leaked\n");
+            pr_warn!(
+                "{}: memory region freed while mapped; its DMA mapping is leaked\n",
+                self.qp.device().name()
+            );
         }
         // SAFETY: Ours (type invariant); nothing posted for the region is
         // outstanding (above) and its PD is live (held by `qp`).

@@ -45,6 +45,7 @@ use crate::{
 };
 use kernel::{
     alloc::{KVVec, KVec},
+    c_str,
     page::PAGE_SIZE,
     prelude::*,
 };
@@ -281,7 +282,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             // to, `find` would miss the record and `buf_free` would not
             // wait for its regions; say so loudly.
             if !self.index.insert(rec.xid, slot) {
-                pr_err!("record index full: RPC {:#010x} untracked\n", rec.xid);
+                let device = self.mrs.first().map_or(c_str!("?"), |mr| mr.device_name());
+                pr_err!(
+                    "{}: record index full: RPC {:#010x} untracked\n",
+                    device,
+                    rec.xid
+                );
             }
             *entry = Some(rec);
         }
