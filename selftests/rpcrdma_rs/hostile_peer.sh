@@ -25,7 +25,9 @@
 #   4. the client's own account of the fault: for rpcrdma_rs the line it
 #      logs, its debugfs state, or the counters in mountstats; for a reply
 #      it cannot trust, also that the RPC was sent again rather than
-#      failed (rs_retried). Every
+#      failed (rs_retried), and the trace events of the fault: the
+#      reply_error event with its kind and XID, and the disconnect with
+#      its reason (rs_traced). Every
 #      fault of the server has rpcrdma_rs log a line naming the server
 #      (rs_peer_logged), which this check requires too where its account
 #      is otherwise debugfs or mountstats;
@@ -90,8 +92,8 @@ CASES=(
 	"bad-version | read | ok | --fault bad-version | retried bad transport header: BadVersion\\(2\\)"
 	"bad-proc | read | ok | --fault bad-proc | retried bad transport header: UnknownProc\\(5\\)"
 	"bad-proc-twice | read | either | --fault bad-proc --times 2 | backoff"
-	"err-vers | read | either | --fault err-vers | logged RDMA_ERROR Vers \\{ low: 2, high: 2 \\}"
-	"err-chunk | read | either | --fault err-chunk | logged RDMA_ERROR Chunk"
+	"err-vers | read | either | --fault err-vers | rdma_error Vers \\{ low: 2, high: 2 \\}"
+	"err-chunk | read | either | --fault err-chunk | rdma_error Chunk"
 	"credits-zero | read | ok | --fault credits-zero --on any --times 0 | credits 1"
 	"credits-max | read | ok | --fault credits-max --on any --times 0 | credits requested"
 	"wrong-xid | read | ok | --fault wrong-xid | bad_xids"
@@ -129,6 +131,13 @@ done
 
 require_rdma_xprt "hostile peer"
 tap_plan $((5 * ${#selected[@]} + 1))
+# rpcrdma_rs's account of a fault includes its trace events (rs_traced):
+# each case starts with an empty buffer.
+if [ "$TRANSPORT" = rs ]; then
+	trap trace_stop EXIT
+	trace_start rpcrdma_rs_hostile reply_error disconnect ||
+		tap_diag "no trace: the cases that check trace events fail"
+fi
 run_start=${EPOCHREALTIME/[.,]/}
 
 mkdir -p "$LOG_DIR" "$MNT" "$SCRATCH"
@@ -595,8 +604,11 @@ rs_logged() {
 # the faulty reply answered was not failed but sent again after the
 # reset: the peer saw a Call with the XID of its fault after the fault. A
 # READ failed with EIO and retried by the page cache would carry a new XID.
+# The fault was traced too (rs_traced): a reply_error event of the kind
+# the line names and a disconnect for a bad reply, or for a failed
+# Receive only its disconnect.
 rs_retried() {
-	local l xid="" again=0
+	local l xid="" again=0 kind=bad_chunk txid reason="bad reply"
 	rs_logged "$@" || return 1
 	peer_read
 	for l in "${peer_lines[@]}"; do
@@ -607,12 +619,76 @@ rs_retried() {
 			break
 		fi
 	done
-	if [ "$again" = 1 ]; then
-		why="$why; the RPC $xid sent again after the reset"
-		return 0
+	if [ "$again" != 1 ]; then
+		why="$why; the RPC ${xid:-of the fault (no fault-fired line)} not sent again after the fault"
+		return 1
 	fi
-	why="$why; the RPC ${xid:-of the fault (no fault-fired line)} not sent again after the fault"
+	why="$why; the RPC $xid sent again after the reset"
+	printf -v txid '0x%08x' "$xid"
+	case "$*" in
+	"short transport header"*) kind=short txid=0x00000000 ;;
+	"bad transport header"*) kind=malformed ;;
+	"Receive failed"*) kind="" reason="Receive failed with completion status " ;;
+	esac
+	rs_traced "$kind" "$txid" "$reason"
+}
+
+# fault_xid: sets xid to the XID of the peer's fault (fault-fired), or
+# to nothing.
+fault_xid() {
+	local l
+	xid=""
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ ^fault-fired\ .*\ xid=(0x[0-9a-f]+) ]] || continue
+		printf -v xid '0x%08x' "${BASH_REMATCH[1]}"
+		return 0
+	done
 	return 1
+}
+
+# rs_traced KIND XID REASON: the case's trace has a reply_error event of
+# KIND for XID (none with KIND empty) and a disconnect whose reason starts
+# with REASON (none with REASON empty), both naming the server; adds what
+# was seen to why.
+rs_traced() {
+	local kind=$1 txid=$2 reason=$3 l err="" lost="" lines=()
+	if [ -z "$trace_inst" ]; then
+		why="$why; no trace: the tracefs instance was not made"
+		return 1
+	fi
+	mapfile -t lines <"$trace_inst/trace"
+	for l in "${lines[@]}"; do
+		[ -n "$kind" ] && [[ $l == *" rpcrdma_rs_reply_error: peer=$SERVER_IP4 xid=$txid kind=$kind "* ]] &&
+			err=1
+		[ -n "$reason" ] && [[ $l == *" rpcrdma_rs_disconnect: peer=$SERVER_IP4 reason=$reason"* ]] &&
+			lost=1
+	done
+	if [ -n "$kind" ] && [ -z "$err" ]; then
+		why="$why; no reply_error event kind=$kind xid=$txid traced"
+		return 1
+	fi
+	if [ -n "$reason" ] && [ -z "$lost" ]; then
+		why="$why; no disconnect event reason=$reason... traced"
+		return 1
+	fi
+	local seen=""
+	[ -n "$kind" ] && seen="reply_error kind=$kind xid=$txid"
+	[ -n "$reason" ] && seen="${seen:+$seen, }disconnect reason=${reason% }..."
+	why="$why; traced $seen"
+}
+
+# rs_rdma_error REGEX: rpcrdma_rs logged "RDMA_ERROR REGEX" (as
+# rs_logged) and traced a reply_error event of kind rdma_error for the
+# RPC the peer answered with it. The connection stays.
+rs_rdma_error() {
+	local xid
+	rs_logged "RDMA_ERROR $*" || return 1
+	if ! fault_xid; then
+		why="$why; no fault-fired line from the peer"
+		return 1
+	fi
+	rs_traced rdma_error "$xid" ""
 }
 
 # rs_peer_logged REGEX: with TRANSPORT=rs, the kernel log has a line of
@@ -828,6 +904,7 @@ run_case() {
 	local why="" kind=${check%% *} arg=${check#* }
 	printf '=== %s %(%T)T\n' "$name" -1 >>"$CLIENT_LOG"
 	dmesg_set_mark "$name"
+	[ -n "$trace_inst" ] && : >"$trace_inst/trace"
 	peer_case "$name" "$args"
 	why="the mount failed"
 	if ! peer_ready "$name" "$args"; then

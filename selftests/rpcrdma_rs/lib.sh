@@ -376,3 +376,107 @@ expected() {
 
 # Drops clean page cache, so that reads go to the server.
 drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
+
+# ---- rpcrdma_rs trace events ----
+# Read from a tracefs instance of the test's own, so that the global trace
+# buffer is left alone. trace_start makes it, trace_stop removes it.
+TRACEFS=/sys/kernel/tracing
+trace_inst="" trace_mounted_tracefs=""
+
+# trace_start NAME [EVENT...]: the tracefs instance NAME (tracefs mounted
+# first if it is not), empty, with the rpcrdma_rs events EVENT... on
+# (connect, disconnect, ...), or all of them without EVENT.
+trace_start() {
+	local name=$1 e
+	shift
+	if [ ! -d "$TRACEFS/instances" ]; then
+		mount -t tracefs nodev "$TRACEFS" 2>/dev/null || {
+			tap_diag "cannot mount tracefs at $TRACEFS"
+			return 1
+		}
+		trace_mounted_tracefs=1
+	fi
+	trace_inst=$TRACEFS/instances/$name
+	[ -d "$trace_inst" ] || mkdir "$trace_inst" 2>/dev/null || {
+		tap_diag "cannot make the tracefs instance $trace_inst"
+		trace_inst=""
+		return 1
+	}
+	if [ ! -d "$trace_inst/events/rpcrdma_rs" ]; then
+		tap_diag "no rpcrdma_rs events in tracefs (module built without tracepoints?)"
+		return 1
+	fi
+	echo 0 >"$trace_inst/tracing_on" && : >"$trace_inst/trace" &&
+		echo 1024 >"$trace_inst/buffer_size_kb" || return 1
+	if [ $# = 0 ]; then
+		echo 1 >"$trace_inst/events/rpcrdma_rs/enable" || return 1
+	else
+		for e; do
+			echo 1 >"$trace_inst/events/rpcrdma_rs/rpcrdma_rs_$e/enable" || return 1
+		done
+	fi
+	echo 1 >"$trace_inst/tracing_on"
+}
+
+# trace_stop: the instance and its buffer gone (its events off with it),
+# tracefs as it was.
+trace_stop() {
+	if [ -n "$trace_inst" ] && [ -d "$trace_inst" ]; then
+		echo 0 >"$trace_inst/tracing_on"
+		echo 0 >"$trace_inst/events/rpcrdma_rs/enable"
+		: >"$trace_inst/trace"
+		rmdir "$trace_inst"
+	fi
+	trace_inst=""
+	if [ -n "$trace_mounted_tracefs" ]; then
+		umount "$TRACEFS"
+		trace_mounted_tracefs=""
+	fi
+}
+
+# trace_events NAME: what each rpcrdma_rs_NAME event recorded
+# ("peer=... ..."), oldest first.
+trace_events() {
+	[ -n "$trace_inst" ] && sed -n "s/^.* rpcrdma_rs_$1: //p" "$trace_inst/trace" 2>/dev/null
+}
+
+# trace_field LINE KEY: the value of KEY=VALUE among the fields of LINE;
+# the last field, which may hold spaces, is read with trace_last_field.
+trace_field() {
+	local f fs
+	read -ra fs <<<"$1"
+	for f in "${fs[@]}"; do
+		if [ "${f%%=*}" = "$2" ]; then
+			printf '%s\n' "${f#*=}"
+			return 0
+		fi
+	done
+	return 1
+}
+trace_last_field() { [[ $1 == *" $2="* ]] && printf '%s\n' "${1#* "$2"=}"; }
+
+# trace_expect LINE KEY VALUE...: each KEY of LINE has VALUE; says which
+# does not.
+trace_expect() {
+	local line=$1 k v got rc=0
+	shift
+	while [ $# -ge 2 ]; do
+		k=$1 v=$2
+		shift 2
+		got=$(trace_field "$line" "$k") || got="(none)"
+		if [ "$got" != "$v" ]; then
+			tap_diag "$k=$got, expected $k=$v in: $line"
+			rc=1
+		fi
+	done
+	return "$rc"
+}
+
+# trace_first NAME: the first rpcrdma_rs_NAME event, or nothing (and a
+# diagnostic).
+trace_first() {
+	local l
+	l=$(trace_events "$1" | head -1)
+	[ -n "$l" ] || tap_diag "no rpcrdma_rs_$1 event traced"
+	printf '%s\n' "$l"
+}

@@ -23,9 +23,6 @@ mnt=/mnt/nfs-trace
 data=/tmp/tracepoints.bin
 xprts=/sys/kernel/debug/rpcrdma_rs/xprts
 fail_sunrpc=/sys/kernel/debug/fail_sunrpc
-tracefs=/sys/kernel/tracing
-tracefs_mounted=""
-inst=""
 
 # Whatever happens: no injection armed, no mount, the instance and its
 # buffer gone (the events off with it), tracefs as it was.
@@ -34,13 +31,7 @@ cleanup() {
 	if mounted "$mnt"; then
 		timeout -s KILL 60 umount "$mnt" || umount -f -l "$mnt"
 	fi
-	if [ -n "$inst" ] && [ -d "$inst" ]; then
-		echo 0 >"$inst/tracing_on"
-		echo 0 >"$inst/events/rpcrdma_rs/enable"
-		: >"$inst/trace"
-		rmdir "$inst"
-	fi
-	[ -n "$tracefs_mounted" ] && umount "$tracefs"
+	trace_stop
 	rm -f "$data"
 } >>"$log" 2>&1
 trap cleanup EXIT
@@ -61,76 +52,6 @@ rs_transports_gone() {
 	return 1
 }
 
-# trace_start: a tracefs instance of this test's with every rpcrdma_rs
-# event on (tracefs mounted first if it is not).
-trace_start() {
-	if [ ! -d "$tracefs/instances" ]; then
-		mount -t tracefs nodev "$tracefs" >>"$log" 2>&1 || {
-			tap_diag "cannot mount tracefs at $tracefs"
-			return 1
-		}
-		tracefs_mounted=1
-	fi
-	inst=$tracefs/instances/rpcrdma_rs_selftest
-	[ -d "$inst" ] || mkdir "$inst" 2>>"$log" || {
-		tap_diag "cannot make the tracefs instance $inst"
-		inst=""
-		return 1
-	}
-	if [ ! -d "$inst/events/rpcrdma_rs" ]; then
-		tap_diag "no rpcrdma_rs events in tracefs (module built without tracepoints?)"
-		return 1
-	fi
-	echo 0 >"$inst/tracing_on" && : >"$inst/trace" && echo 1024 >"$inst/buffer_size_kb" &&
-		echo 1 >"$inst/events/rpcrdma_rs/enable" && echo 1 >"$inst/tracing_on"
-}
-
-# events NAME: what each NAME event recorded ("peer=... ..."), oldest
-# first.
-events() {
-	sed -n "s/^.* rpcrdma_rs_$1: //p" "$inst/trace" 2>/dev/null
-}
-
-# field LINE KEY: the value of KEY=VALUE among the fields of LINE; the
-# last field, which may hold spaces, is read with last_field.
-field() {
-	local f fs
-	read -ra fs <<<"$1"
-	for f in "${fs[@]}"; do
-		if [ "${f%%=*}" = "$2" ]; then
-			printf '%s\n' "${f#*=}"
-			return 0
-		fi
-	done
-	return 1
-}
-last_field() { [[ $1 == *" $2="* ]] && printf '%s\n' "${1#* "$2"=}"; }
-
-# expect LINE KEY VALUE...: each KEY of LINE has VALUE; says which does
-# not.
-expect() {
-	local line=$1 k v got rc=0
-	shift
-	while [ $# -ge 2 ]; do
-		k=$1 v=$2
-		shift 2
-		got=$(field "$line" "$k") || got="(none)"
-		if [ "$got" != "$v" ]; then
-			tap_diag "$k=$got, expected $k=$v in: $line"
-			rc=1
-		fi
-	done
-	return "$rc"
-}
-
-# first NAME: the first NAME event, or nothing (and a diagnostic).
-first() {
-	local l
-	l=$(events "$1" | head -1)
-	[ -n "$l" ] || tap_diag "no rpcrdma_rs_$1 event traced"
-	printf '%s\n' "$l"
-}
-
 # Leaves the file on the server: its reads are the traffic of the
 # injection below.
 write_read_back() {
@@ -147,8 +68,8 @@ read_report() {
 
 connect_traced() {
 	local l
-	l=$(first connect)
-	[ -n "$l" ] && expect "$l" peer "$SERVER_IP4" device "$(rdma_dev)" result 0 \
+	l=$(trace_first connect)
+	[ -n "$l" ] && trace_expect "$l" peer "$SERVER_IP4" device "$(rdma_dev)" result 0 \
 		credits "${requested:-?}"
 }
 
@@ -156,11 +77,11 @@ connect_traced() {
 # (as connect_probe.sh reads it), and the client offers 4 KiB: 4096/4096.
 private_data_traced() {
 	local l
-	l=$(first private_data)
+	l=$(trace_first private_data)
 	[ -n "$l" ] || return 1
-	expect "$l" peer "$SERVER_IP4" valid 1 peer_send 4096 peer_recv 4096 peer_rinv 0 \
+	trace_expect "$l" peer "$SERVER_IP4" valid 1 peer_send 4096 peer_recv 4096 peer_rinv 0 \
 		inline_send 4096 inline_recv 4096 || return 1
-	[ "$(last_field "$l" status)" = received ] || {
+	[ "$(trace_last_field "$l" status)" = received ] || {
 		tap_diag "status is not 'received' in: $l"
 		return 1
 	}
@@ -170,14 +91,14 @@ private_data_traced() {
 # what the report shows.
 credits_traced() {
 	local l
-	l=$(first credits)
-	[ -n "$l" ] && expect "$l" peer "$SERVER_IP4" old 1 new "${granted:-?}"
+	l=$(trace_first credits)
+	[ -n "$l" ] && trace_expect "$l" peer "$SERVER_IP4" old 1 new "${granted:-?}"
 }
 
 # closes: the number of disconnect events with reason "closed".
-closes() { events disconnect | grep -c ' reason=closed$'; }
+closes() { trace_events disconnect | grep -c ' reason=closed$'; }
 # connects_ok: successful connect events.
-connects_ok() { events connect | grep -c ' result=0 '; }
+connects_ok() { trace_events connect | grep -c ' result=0 '; }
 
 # The next transmission closes the connection (xprt_inject_disconnect),
 # once; the mount reconnects (its connect count rises) within 60 s, reads
@@ -203,11 +124,11 @@ inject_disconnect() {
 	[ "${after:-0}" -gt "${before:-0}" ] 2>/dev/null || return 1
 	# connect and disconnect events, in order: "C" a success, "D" a close.
 	seq=$(sed -n -e 's/^.* rpcrdma_rs_connect: .* result=0 .*$/C/p' \
-		-e 's/^.* rpcrdma_rs_disconnect: .* reason=closed$/D/p' "$inst/trace" | tr -d '\n')
+		-e 's/^.* rpcrdma_rs_disconnect: .* reason=closed$/D/p' "$trace_inst/trace" | tr -d '\n')
 	tap_diag "successful connects (C) and closes (D), in order: $seq"
 	[[ $seq == CDC* ]] || return 1
 	local l
-	l=$(events disconnect | head -1)
+	l=$(trace_events disconnect | head -1)
 	[ "$l" = "peer=$SERVER_IP4 reason=closed" ] || {
 		tap_diag "first disconnect event: $l"
 		return 1
@@ -231,22 +152,22 @@ all_ends_traced() {
 		[[ $l == "peer=$SERVER_IP4 "* ]] && continue
 		tap_diag "a disconnect event names another peer: $l"
 		return 1
-	done < <(events disconnect)
+	done < <(trace_events disconnect)
 }
 
 no_errors_traced() {
 	local e n rc=0
 	for e in reply_error mr_error; do
-		n=$(events "$e" | wc -l)
+		n=$(trace_events "$e" | wc -l)
 		if [ "$n" != 0 ]; then
-			tap_diag "$n rpcrdma_rs_$e events, the first: $(events "$e" | head -1)"
+			tap_diag "$n rpcrdma_rs_$e events, the first: $(trace_events "$e" | head -1)"
 			rc=1
 		fi
 	done
 	return "$rc"
 }
 
-setup() { rs_transports_gone && trace_start; }
+setup() { rs_transports_gone && trace_start rpcrdma_rs_selftest; }
 unmount() { timeout -s KILL 60 umount "$mnt" >>"$log" 2>&1; }
 tap_check "tracefs instance with the rpcrdma_rs events enabled, no transport left from before" setup
 if ! tap_check "NFSv3 mount over rdma" nfs_mount 3 "$mnt" 2>>"$log"; then
@@ -265,7 +186,7 @@ fi
 tap_check "64 KiB written and read back intact" write_read_back 2>>"$log"
 read_report
 tap_diag "report: credits_requested ${requested:-?} credits_granted ${granted:-?}"
-grep ' rpcrdma_rs_' "$inst/trace" 2>>"$log" | head -20 | sed 's/^ */# /'
+grep ' rpcrdma_rs_' "$trace_inst/trace" 2>>"$log" | head -20 | sed 's/^ */# /'
 tap_check "connect event: the server's address, the device, result 0, the credits asked for" \
 	connect_traced
 tap_check "private_data event: the server's sizes 4096/4096, R clear, thresholds 4096/4096" \
@@ -277,5 +198,5 @@ tap_check "unmounted" unmount
 tap_check "after the unmount: each connection's end traced once, by the server's address" \
 	all_ends_traced
 tap_check "no reply_error or mr_error events" no_errors_traced
-grep ' rpcrdma_rs_' "$inst/trace" >"$LOG_DIR/trace.txt" 2>>"$log"
+grep ' rpcrdma_rs_' "$trace_inst/trace" >"$LOG_DIR/trace.txt" 2>>"$log"
 tap_exit
