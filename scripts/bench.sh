@@ -5,25 +5,32 @@
 # the raw RDMA link, on the same two guests and link, in one run.
 #
 #   scripts/bench.sh [--reps N] [--runtime SECONDS] [--size MIB] [--rdma rxe|siw]
-#                    [--no-scaling] [--no-profile] [--no-tcp]
+#                    [--no-scaling] [--no-profile] [--no-tcp] [--no-insn-count]
 #
 # The guests run the bench kernel (KERNEL_FLAVOR=bench: the test kernel's
 # configuration without its debugging options) with two vCPUs each, and
 # load an rpcrdma_rs.ko built for it without the test hooks, in a copy of
 # the sources: the checkout's own build for the test kernel stays as it is.
 # --no-scaling leaves out the queue-depth and block-size sweeps over RDMA,
-# --no-profile the perf profiles of the client, --no-tcp NFS over TCP.
+# --no-profile the profiles of the client, --no-tcp NFS over TCP.
+#
+# QEMU counts the instructions the client guest executes (the insn_count
+# plugin, scripts/insn_count.c, built here): under TCG that, not CPU time,
+# is what a transport costs the client, and the profiles are the kernel's
+# instructions by function. --no-insn-count leaves the plugin out (and
+# profiles with perf instead).
 #
 # Prints a table of medians with spread and ratios to the C transport, the
 # targets met or not, and a profile summary; writes results.csv,
-# ratios.png, scaling-iops.png, scaling-throughput.png and
-# profile-summary.txt under ~/.cache/rpcrdma-rs/results/.
-# Asserts no speed; fails if a job errors or a mount used the wrong transport.
+# ratios.png, scaling-iops.png, scaling-throughput.png, profile-summary.txt
+# and instructions.txt under ~/.cache/rpcrdma-rs/results/.
+# Asserts no speed; fails if a job errors, a mount used the wrong transport
+# or the instruction counts do not match the jobs.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
 
-reps=3 runtime=8 size=64 rdma=rxe scaling=1 profile=1 tcp=1
+reps=3 runtime=8 size=64 rdma=rxe scaling=1 profile=1 tcp=1 insn_count=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) reps=$2; shift 2 ;;
@@ -33,6 +40,7 @@ while [ $# -gt 0 ]; do
 	--no-scaling) scaling=0; shift ;;
 	--no-profile) profile=0; shift ;;
 	--no-tcp) tcp=0; shift ;;
+	--no-insn-count) insn_count=0; shift ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -79,6 +87,16 @@ make -C "$build/src" KDIR="$kdir" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BI
 	RPCRDMA_RS_TEST_HOOKS=n modules >"$build/build.log" 2>&1 ||
 	{ tail -40 "$build/build.log" >&2; die "building the bench module failed (log: $build/build.log)"; }
 module=$build/src/rpcrdma_rs.ko
+# The instruction counter for the client's QEMU, and the program the guest
+# marks its jobs with (beside the module: the guests see that directory).
+insn=()
+if [ "$insn_count" = 1 ]; then
+	gcc -O2 -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden -o "$build/insn_count.so" \
+		scripts/insn_count.c -lpthread || die "building the insn_count plugin failed"
+	gcc -O2 -Wall -Wextra -Werror -o "$build/src/insn_mark" scripts/insn_mark.c ||
+		die "building insn_mark failed"
+	insn=(--env "BENCH_INSN_MARK=$build/src/insn_mark")
+fi
 
 results=$RPCRDMA_RS_CACHE/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
@@ -106,10 +124,17 @@ protos=rdma
 status=0
 # The C transport's guest also measures TCP and the raw link: same boot,
 # same link, same export.
-scripts/harness.sh --transport c --out "$results/c" "${common[@]}" \
+# counting RUN: the client QEMU's plugin options for harness run RUN.
+counting() {
+	[ "$insn_count" = 1 ] || return 0
+	printf '%s\n' --client-qemu-opts "-plugin $build/insn_count.so,out=$results/$1/insn-counts.txt"
+}
+mapfile -t count_c < <(counting c)
+mapfile -t count_rs < <(counting rs)
+scripts/harness.sh --transport c --out "$results/c" "${common[@]}" "${insn[@]}" "${count_c[@]}" \
 	--env "BENCH_PROTOS=$protos" --env BENCH_PERFTEST=1 || status=1
 scripts/harness.sh --transport rs --module "$module" --out "$results/rs" "${common[@]}" \
-	--env "BENCH_PROTOS=rdma" || status=1
+	"${insn[@]}" "${count_rs[@]}" --env "BENCH_PROTOS=rdma" || status=1
 
 /usr/bin/python3 scripts/bench_report.py "$results" || status=1
 exit "$status"

@@ -7,10 +7,12 @@ Usage: bench_report.py RESULTS_DIR
 
 RESULTS_DIR holds one harness run per client transport (c/, rs/), each with
 bench/ written by selftests/rpcrdma_rs/bench.sh in the client guest.
-Writes results.csv, ratios.png, scaling-iops.png, scaling-throughput.png and
-profile-summary.txt there; prints the table, the profile summary and the
-targets (which do not change the exit status). Fails when matplotlib is
-missing, after everything else.
+Writes results.csv, ratios.png, scaling-iops.png, scaling-throughput.png,
+profile-summary.txt and, when QEMU counted the client's instructions
+(insn-counts.txt, scripts/insn_count.c), instructions.txt there; prints the
+table, the instruction counts, the profile summary and the targets (which
+do not change the exit status). Fails when matplotlib is missing or the
+instruction counts do not match the guest's marks, after everything else.
 """
 
 import bisect
@@ -260,8 +262,10 @@ def table(samples, unavailable, rows):
     return stats
 
 
-def targets(stats):
-    """Lines saying whether rpcrdma_rs meets each target against the C transport."""
+def targets(stats, insn=None):
+    """Lines saying whether rpcrdma_rs meets each target against the C
+    transport; with instruction counts, the CPU target is judged on them
+    too."""
     checks = []
     for job in BASE_JOBS:
         checks.append((f"{job}: ratio to C >= 1.00", job, "ratio", ">=", 1.00))
@@ -276,8 +280,14 @@ def targets(stats):
     if not any((RS, j) in stats or (C, j) in stats for j in scaling_only):
         checks = [c for c in checks if c[1] not in scaling_only and not c[0].startswith("scaling ")]
         lines.append(f"  {'not measured':<13}{'the scaling points (no scaling jobs ran)':<62}{'-':>8}")
+    if insn:
+        for job in JOBS:
+            if (RS, job) in insn:
+                checks.append((f"{job}: client instructions per op, ratio to C <= 1.00", job,
+                               "insn_ratio", "<=", 1.00))
     for what, job, field, op, bound in checks:
-        v = stats.get((RS, job), {}).get(field)
+        source = insn if field.startswith("insn_") else stats
+        v = source.get((RS, job), {}).get(field)
         if v is None:
             verdict, shown = "not measured", "-"
         else:
@@ -477,6 +487,188 @@ def profile_summary(results):
     return out
 
 
+# Instructions: counted by QEMU's insn_count plugin in the client guest.
+
+def parse_size(text):
+    """fio's block size ("4k", "1m") in bytes."""
+    m = re.match(r"^(\d+)([kmg]?)$", text.lower())
+    if not m:
+        raise ValueError(f"block size {text!r}")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2)]
+
+
+def read_insn_counts(path):
+    """{mark: (kernel, user, {block address: instructions})} from the
+    plugin's output; the blocks only after a profile mark."""
+    marks, current = {}, None
+    for line in open(path):
+        parts = line.split()
+        if parts[:1] == ["mark"] and len(parts) == 6:
+            current = {}
+            marks[int(parts[1])] = (int(parts[3]), int(parts[5]), current)
+        elif parts[:1] == ["tb"] and len(parts) == 3 and current is not None:
+            addr = int(parts[1], 16)
+            current[addr] = current.get(addr, 0) + int(parts[2])
+    return marks
+
+
+def insn_samples(results, run):
+    """{tag: {"kernel": per op, "total": per op, "ops": n, "blocks": {...}}}
+    for a run whose client QEMU counted instructions, {} for one that did
+    not, or a string saying why the counts cannot be used."""
+    counts = os.path.join(results, run, "insn-counts.txt")
+    marks_path = os.path.join(results, run, "bench", "insn-marks.txt")
+    if not os.path.exists(counts):
+        return {}
+    if not os.path.exists(marks_path):
+        return f"{counts} but no {marks_path}"
+    marks = read_insn_counts(counts)
+    out = {}
+    for line in open(marks_path):
+        n, tag, *fields = line.split()
+        vals = dict(f.split("=", 1) for f in fields)
+        if int(n) not in marks:
+            return f"mark {n} ({tag}) is not in {counts}: the plugin and the guest disagree"
+        kernel, user, blocks = marks[int(n)]
+        ops = int(vals["bytes"]) // parse_size(vals["bs"])
+        if ops <= 0:
+            return f"{tag} moved no data"
+        out[tag] = {"kernel": kernel / ops, "total": (kernel + user) / ops, "ops": ops,
+                    "blocks": blocks}
+    return out
+
+
+def instructions(results):
+    """{(label, job): {"kernel": median, "total": median, "reps": n, ...}}
+    and lines for the report; (None, lines) when a run's counts cannot be
+    used."""
+    per, lines = {}, []
+    for label, run, proto in TRANSPORTS:
+        got = insn_samples(results, run)
+        if isinstance(got, str):
+            return None, [f"instruction counts unusable: {got}"]
+        for tag, v in got.items():
+            m = re.match(rf"{proto}-(.+)-(\d+)$", tag)
+            if m and not tag.startswith(f"{proto}-profile-"):
+                per.setdefault((label, m.group(1)), []).append(v)
+    stats = {}
+    for key, vs in per.items():
+        stats[key] = {f: statistics.median(v[f] for v in vs) for f in ("kernel", "total")}
+        stats[key].update({f"{f}_min": min(v[f] for v in vs) for f in ("kernel", "total")})
+        stats[key].update({f"{f}_max": max(v[f] for v in vs) for f in ("kernel", "total")})
+        stats[key]["reps"] = len(vs)
+    if not stats:
+        return stats, []
+    lines.append("Client guest instructions per operation (QEMU insn_count plugin; medians of")
+    lines.append("the repetitions, min-max in brackets; kernel = upper-half addresses, total adds")
+    lines.append("user space; an operation is one fio block, ramp included).")
+    head = f"  {'job':<22}" + "".join(f"{label + ' kernel':>26}" for label, _, _ in TRANSPORTS)
+    lines.append(head + f"{'rs/C kernel':>12}{'rs/C total':>11}")
+    for job in JOBS:
+        if not any((label, job) in stats for label, _, _ in TRANSPORTS):
+            continue
+        cells = ""
+        for label, _, _ in TRANSPORTS:
+            st = stats.get((label, job))
+            cells += f"{'-':>26}" if st is None else \
+                f"{st['kernel']:>12.0f} [{st['kernel_min']:.0f}-{st['kernel_max']:.0f}]".rjust(26)
+        rs, c = stats.get((RS, job)), stats.get((C, job))
+        rk = f"{rs['kernel'] / c['kernel']:.3f}" if rs and c else "-"
+        rt = f"{rs['total'] / c['total']:.3f}" if rs and c else "-"
+        if rs and c:
+            rs["insn_ratio"] = rs["total"] / c["total"]
+            rs["insn_kernel_ratio"] = rs["kernel"] / c["kernel"]
+        lines.append(f"  {job:<22}{cells}{rk:>12}{rt:>11}")
+    return stats, lines
+
+
+class KernelText:
+    """Every text symbol of the guest kernel and its modules
+    (kallsyms-text.txt), for the blocks of an instruction profile."""
+
+    def __init__(self, path, builtin_rdma):
+        entries = []
+        for line in open(path):
+            parts = line.split()
+            if len(parts) < 3:
+                continue
+            try:
+                addr = int(parts[0], 16)
+            except ValueError:
+                continue
+            mod = parts[3].strip("[]") if len(parts) > 3 else None
+            entries.append((addr, parts[2], mod))
+        entries.sort()
+        self.entries = entries
+        self.addrs = [e[0] for e in entries]
+        self.builtin_rdma = builtin_rdma
+
+    def category(self, addr):
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return "?", "other kernel"
+        _, name, mod = self.entries[i]
+        if mod:
+            return name, module_category(mod)
+        if name in self.builtin_rdma or (not self.builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
+            return name, "ib_core+rdma_cm"
+        return name, "other kernel"
+
+
+def insn_profile_summary(results):
+    """Lines: where each transport's client kernel instructions went, per
+    operation, during the profiled jobs."""
+    builtin_path = os.path.join(results, "builtin-rdma-core.txt")
+    builtin = set()
+    if os.path.exists(builtin_path):
+        builtin = {line.strip() for line in open(builtin_path) if line.strip()}
+    labels = [(RS, "rs"), (C, "c")]
+    profs = {}
+    for label, run in labels:
+        got = insn_samples(results, run)
+        ksyms = os.path.join(results, run, "bench", "kallsyms-text.txt")
+        if not isinstance(got, dict) or not os.path.exists(ksyms):
+            continue
+        kt = KernelText(ksyms, builtin)
+        for job in PROFILE_JOBS:
+            v = got.get(f"rdma-profile-{job}")
+            if not v or not v["blocks"]:
+                continue
+            cats, syms = {}, {}
+            for addr, n in v["blocks"].items():
+                name, cat = kt.category(addr)
+                cats[cat] = cats.get(cat, 0) + n / v["ops"]
+                syms[(cat, name)] = syms.get((cat, name), 0) + n / v["ops"]
+            profs[(label, job)] = (cats, syms, v["ops"])
+    if not profs:
+        return []
+    out = ["Client kernel instructions per operation by where they ran (QEMU insn_count",
+           "plugin, one run of the job after the measured ones).", ""]
+    kcats = [c for c in CATEGORIES if c not in ("user space", "idle")]
+    for job in PROFILE_JOBS:
+        have = [(label, profs[(label, job)]) for label, _ in labels if (label, job) in profs]
+        if not have:
+            continue
+        out.append(f"{job}:")
+        out.append(f"  {'':<18}" + "".join(f"{label:>14}" for label, _ in have))
+        for cat in kcats + ["all"]:
+            cells = ""
+            for _, (cats, _, _) in have:
+                n = sum(cats.values()) if cat == "all" else cats.get(cat, 0)
+                cells += f"{n:>14.0f}"
+            out.append(f"  {cat:<18}{cells}")
+        for label, (_, syms, ops) in have:
+            out.append(f"  top functions, {label} (instructions per operation, {ops} operations):")
+            top = sorted(syms.items(), key=lambda kv: -kv[1])[:20]
+            for (cat, name), n in top:
+                shown = rust_readable(name)
+                if len(shown) > 64:
+                    shown = shown[:61] + "..."
+                out.append(f"    {n:>9.0f}  {cat:<16} {shown}")
+        out.append("")
+    return out
+
+
 def plots(results, stats, unavailable):
     """ratios.png, scaling-iops.png, scaling-throughput.png; False without matplotlib."""
     try:
@@ -619,11 +811,20 @@ def main():
     print("\n".join(prof))
     print(f"profile summary: {os.path.join(results, 'profile-summary.txt')}")
 
+    insn, insn_lines = instructions(results)
+    insn_lines += [""] + insn_profile_summary(results) if insn else []
+    if insn_lines:
+        with open(os.path.join(results, "instructions.txt"), "w") as f:
+            f.write("\n".join(insn_lines) + "\n")
+        print()
+        print("\n".join(insn_lines))
+        print(f"instructions: {os.path.join(results, 'instructions.txt')}")
+
     plotted = plots(results, stats, unavailable)
 
     print(f"\ntargets ({RS} against {C}, medians; informative, not a verdict of the run):")
-    print("\n".join(targets(stats)))
-    return 0 if plotted else 1
+    print("\n".join(targets(stats, insn)))
+    return 0 if plotted and insn is not None else 1
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
 #                      [--append KERNEL-ARGS] [--cpus N] [--server-cpus N]
 #                      [--kernel test|bench] [--module PATH] [--without "a.sh ..."]
-#                      [--canary]
+#                      [--canary] [--client-qemu-opts OPTIONS]
 #   scripts/harness.sh --judge DIR
 #
 # --kernel bench boots the benchmark kernel (scripts/bench.sh), which has no
 # lockdep or kmemleak to check and gets no debugging options on its command
 # line. --module loads that rpcrdma_rs.ko instead of the checkout's (not
 # under /tmp, which the guests mount afresh). --cpus is the client's vCPUs,
-# --server-cpus the server's.
+# --server-cpus the server's. --client-qemu-opts adds OPTIONS to the client
+# guest's QEMU command line (scripts/bench.sh loads its instruction
+# counter so).
 #
 # Writes everything into the run directory (default under the cache):
 # params, both guests' logs and dmesg, one TAP file per test, summary,
@@ -58,6 +60,7 @@ module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
 append=""
 append_set=0
 canary=0
+client_qemu=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--transport) transport=$2; shift 2 ;;
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
 	--module) module=$2; shift 2 ;;
 	--without) without=$2; shift 2 ;;
 	--canary) canary=1; shift ;;
+	--client-qemu-opts) client_qemu=$2; shift 2 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -362,10 +366,10 @@ esac
 
 guest() { # ROLE NETDEV-OPTIONS MAC
 	local role=$1 netdev=$2 mac=$3
-	local n=$cpus
-	[ "$role" = server ] && n=$server_cpus
+	local n=$cpus more=$client_qemu
+	[ "$role" = server ] && n=$server_cpus more=""
 	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --cpus "$n" --name "rpcrdma-$role" \
-		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac" \
+		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac${more:+ $more}" \
 		-- bash "$sel/guest_$role.sh" "$out" </dev/null >"$out/$role-console.log" 2>&1
 }
 

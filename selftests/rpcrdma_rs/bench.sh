@@ -11,7 +11,15 @@
 # BENCH_REPS, BENCH_RUNTIME (seconds per fio job), BENCH_SIZE (MiB per file),
 # BENCH_FILES (files in the metadata job), BENCH_PERFTEST (1: raw link too),
 # BENCH_SCALING (1: the queue-depth and block-size sweeps, over RDMA),
-# BENCH_PROFILE (1: perf profiles of this guest, over RDMA).
+# BENCH_PROFILE (1: profiles of this guest, over RDMA), BENCH_INSN_MARK
+# (insn_mark, when QEMU counts this guest's instructions: see below).
+#
+# With BENCH_INSN_MARK, QEMU's insn_count plugin (scripts/insn_count.c)
+# counts the instructions this guest executes: every fio job runs between
+# two marks, and insn-marks.txt says which mark ended which job and how
+# many bytes it moved (mountstats, ramp included, as the count is), for
+# the instructions per operation; the profiles are the kernel's
+# instructions by function, from a profile mark, instead of perf samples.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
@@ -70,6 +78,21 @@ job_spec() {
 	return 1
 }
 
+insn=${BENCH_INSN_MARK:-}
+nmark=0
+prof_kind=perf
+[ -n "$insn" ] && prof_kind=instructions
+# mark [profile]: a mark for the insn_count plugin (none without it).
+mark() {
+	[ -n "$insn" ] || return 0
+	"$insn" "$@" && nmark=$((nmark + 1))
+}
+# direct_bytes: the bytes O_DIRECT reads and writes moved through $mnt.
+direct_bytes() {
+	awk -v m="$mnt" '$1 == "device" { found = ($5 == m); next }
+		found && $1 == "bytes:" { print $4 + $5; exit }' /proc/self/mountstats
+}
+
 cases=0
 for proto in $protos; do cases=$((cases + 1 + $(proto_cases "$proto"))); done
 [ "${BENCH_PERFTEST:-0}" = 1 ] && cases=$((cases + 3))
@@ -126,6 +149,7 @@ profile_job() {
 	local name=$1 spec rw bs depth nj data=/tmp/perf-$1.data log=$out/perf-$1.log fio_pid rc dur
 	spec=$(job_spec "$name") || { why="no job $name"; return 1; }
 	IFS=: read -r _ rw bs depth nj <<<"$spec"
+	[ -n "$insn" ] && { insn_profile_job; return; }
 	command -v perf >/dev/null || { why="no perf (linux-perf on the host)"; return 1; }
 	# Kernel symbols for perf, and system-wide sampling, without asking.
 	# (The shell's own complaint would land on stderr and fail the test
@@ -167,6 +191,24 @@ profile_job() {
 	mv "$data" "$out/perf-$name.data"
 }
 
+# insn_profile_job (from profile_job): the job once more between a mark
+# and a profile mark, whose kernel blocks the report reads by function.
+insn_profile_job() {
+	local b0 b1
+	echo 0 2>/dev/null >/proc/sys/kernel/kptr_restrict || {
+		why="cannot open kallsyms"
+		return 1
+	}
+	b0=$(direct_bytes)
+	mark
+	run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/profile-$name-fio.json"
+	rc=$?
+	mark profile
+	b1=$(direct_bytes)
+	echo "$nmark $proto-profile-$name bytes=$((b1 - b0)) bs=$bs" >>"$out/insn-marks.txt"
+	[ "$rc" = 0 ] || { why="fio failed: $(head -2 "$out/profile-$name-fio.err" | tr '\n' ' ')"; return 1; }
+}
+
 for proto in $protos; do
 	mnt=/mnt/bench-$proto
 	ncases=$(proto_cases "$proto")
@@ -186,11 +228,14 @@ for proto in $protos; do
 		for job in $(proto_jobs "$proto"); do
 			IFS=: read -r name rw bs depth nj <<<"$job"
 			tag=$proto-$name-$rep
-			c0=$(cpu_busy); s0=$(server_cpu_busy "$tag-0")
+			c0=$(cpu_busy); s0=$(server_cpu_busy "$tag-0"); b0=$(direct_bytes)
+			mark
 			run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/$tag.json"
 			status=$?
-			c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
+			mark
+			b1=$(direct_bytes); c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
 			echo "$tag client_jiffies=$((c1 - c0)) server_jiffies=$((s1 - s0))" >>"$out/cpu.txt"
+			[ -n "$insn" ] && echo "$nmark $tag bytes=$((b1 - b0)) bs=$bs" >>"$out/insn-marks.txt"
 			tap_check "$proto: $name rep $rep" test "$status" = 0
 		done
 		tag=$proto-metadata-$rep
@@ -208,15 +253,18 @@ for proto in $protos; do
 	for name in $(proto_profiles "$proto"); do
 		why=""
 		if profile_job "$name"; then
-			tap_ok "$proto: profile of $name (perf, client guest)"
+			tap_ok "$proto: profile of $name ($prof_kind, client guest)"
 			profiled=1
 		else
-			tap_not_ok "$proto: profile of $name (perf, client guest): $why"
+			tap_not_ok "$proto: profile of $name ($prof_kind, client guest): $why"
 		fi
 	done
 	# Which module each kernel symbol of the profiles belongs to, while
 	# the NFS modules are still loaded.
 	[ "$profiled" = 1 ] && awk 'NF >= 4' /proc/kallsyms >"$out/kallsyms.txt"
+	# And every text symbol, for the instruction profiles' addresses.
+	[ "$profiled" = 1 ] && [ -n "$insn" ] &&
+		awk '$2 ~ /^[tT]$/' /proc/kallsyms >"$out/kallsyms-text.txt"
 	rm -f "$mnt"/fio-*
 	umount "$mnt"
 done

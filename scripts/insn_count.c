@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * insn_count: a QEMU TCG plugin that counts the instructions a guest
+ * executes, for the benchmark's CPU cost per operation (scripts/bench.sh).
+ *
+ * Under TCG the guest has no PMU, and its clock mostly measures the
+ * emulator: CPU time is noise. What a transport costs the client is the
+ * instructions it executes, which TCG can count exactly.
+ *
+ * The guest marks points of its run with insn_mark (scripts/insn_mark.c),
+ * which executes one of two instructions that no compiler emits:
+ *   66 87 db  xchg %bx,%bx  a mark: write the counts since the last mark;
+ *   66 87 c9  xchg %cx,%cx  a profile mark: the same, and each kernel
+ *                           translation block that ran since then.
+ * Only executions in user space count as marks.
+ *
+ * Output, to the file given as out=FILE:
+ *   mark N kernel K user U        N from 1, K and U instructions
+ *   tb ADDRESS INSNS              after a profile mark's line, one line
+ *                                 per kernel block, INSNS its share
+ *   end
+ *
+ * Each block's executions are counted inline, without a helper call, so
+ * that the guest runs almost as fast as without the plugin; the inline
+ * add is not atomic, so with several vCPUs running one block at the same
+ * moment a count may be lost now and then.
+ *
+ * Built against QEMU's plugin API version 1 (QEMU 7.2, Debian 12): the
+ * few declarations used are below, as the API defines them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- QEMU plugin API, version 1 ---- */
+#define PLUGIN_EXPORT __attribute__((visibility("default")))
+typedef uint64_t qemu_plugin_id_t;
+typedef struct qemu_info_t {
+	const char *target_name;
+	struct {
+		int min;
+		int cur;
+	} version;
+	bool system_emulation;
+	union {
+		struct {
+			int smp_vcpus;
+			int max_vcpus;
+		} system;
+	};
+} qemu_info_t;
+struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+enum qemu_plugin_cb_flags {
+	QEMU_PLUGIN_CB_NO_REGS,
+	QEMU_PLUGIN_CB_R_REGS,
+	QEMU_PLUGIN_CB_RW_REGS,
+};
+enum qemu_plugin_op {
+	QEMU_PLUGIN_INLINE_ADD_U64,
+};
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op,
+					      void *ptr, uint64_t imm);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+					    qemu_plugin_vcpu_udata_cb_t cb,
+					    enum qemu_plugin_cb_flags flags, void *userdata);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb,
+				    void *userdata);
+/* ---- end of the API ---- */
+
+PLUGIN_EXPORT int qemu_plugin_version = 1;
+
+/* x86-64 kernel addresses: the upper half. */
+#define KERNEL_START 0xffff800000000000ULL
+
+/*
+ * One per translation: a block translated again (after a flush, or in
+ * another address space) gets another. Never freed: blocks still in the
+ * code cache add to their counter, and the list is walked without a lock.
+ */
+struct block {
+	uint64_t vaddr;
+	uint64_t insns;
+	uint64_t count; /* executions, added to inline by the block */
+	uint64_t seen;	/* count at the last mark */
+	struct block *next;
+};
+
+static struct block *blocks; /* pushed with a compare-and-swap */
+static FILE *out;
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t marks;
+
+enum mark { MARK = 1, PROFILE_MARK = 2 };
+
+static void on_mark(unsigned int vcpu_index, void *userdata)
+{
+	enum mark kind = (enum mark)(uintptr_t)userdata;
+	uint64_t kernel = 0, user = 0;
+	struct block *b;
+
+	(void)vcpu_index;
+	pthread_mutex_lock(&mark_lock);
+	if (!out) {
+		pthread_mutex_unlock(&mark_lock);
+		return;
+	}
+	/* Two passes: the totals line comes before the blocks. */
+	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); b; b = b->next) {
+		uint64_t n = __atomic_load_n(&b->count, __ATOMIC_RELAXED) - b->seen;
+
+		if (b->vaddr >= KERNEL_START)
+			kernel += n * b->insns;
+		else
+			user += n * b->insns;
+	}
+	fprintf(out, "mark %" PRIu64 " kernel %" PRIu64 " user %" PRIu64 "\n", ++marks, kernel,
+		user);
+	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); b; b = b->next) {
+		uint64_t now = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
+		uint64_t n = now - b->seen;
+
+		b->seen = now;
+		if (kind == PROFILE_MARK && n && b->vaddr >= KERNEL_START)
+			fprintf(out, "tb %" PRIx64 " %" PRIu64 "\n", b->vaddr, n * b->insns);
+	}
+	fflush(out);
+	pthread_mutex_unlock(&mark_lock);
+}
+
+/* The kind of mark INSN is, or 0. */
+static enum mark mark_of(const struct qemu_plugin_insn *insn)
+{
+	const uint8_t *op = qemu_plugin_insn_data(insn);
+
+	if (qemu_plugin_insn_size(insn) != 3 || qemu_plugin_insn_vaddr(insn) >= KERNEL_START)
+		return 0;
+	if (op[0] != 0x66 || op[1] != 0x87)
+		return 0;
+	if (op[2] == 0xdb)
+		return MARK;
+	if (op[2] == 0xc9)
+		return PROFILE_MARK;
+	return 0;
+}
+
+static void on_translation(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t n = qemu_plugin_tb_n_insns(tb), i;
+	struct block *b = calloc(1, sizeof(*b));
+
+	(void)id;
+	if (!b)
+		return; /* uncounted: the totals come out low, not wrong-signed */
+	b->vaddr = qemu_plugin_tb_vaddr(tb);
+	b->insns = n;
+	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
+	b->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&blocks, &b->next, b, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	if (b->vaddr >= KERNEL_START)
+		return;
+	for (i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		enum mark kind = mark_of(insn);
+
+		if (kind)
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, on_mark, QEMU_PLUGIN_CB_NO_REGS,
+							       (void *)(uintptr_t)kind);
+	}
+}
+
+static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
+{
+	(void)id;
+	(void)userdata;
+	pthread_mutex_lock(&mark_lock);
+	fprintf(out, "end\n");
+	fclose(out);
+	out = NULL;
+	pthread_mutex_unlock(&mark_lock);
+}
+
+PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+				      char **argv)
+{
+	const char *path = NULL;
+	int i;
+
+	if (!info->system_emulation || strcmp(info->target_name, "x86_64") != 0) {
+		fprintf(stderr, "insn_count: x86_64 system emulation only\n");
+		return -1;
+	}
+	for (i = 0; i < argc; i++) {
+		if (strncmp(argv[i], "out=", 4) == 0)
+			path = argv[i] + 4;
+	}
+	if (!path) {
+		fprintf(stderr, "insn_count: out=FILE is needed\n");
+		return -1;
+	}
+	out = fopen(path, "w");
+	if (!out) {
+		fprintf(stderr, "insn_count: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translation);
+	qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
+	return 0;
+}
