@@ -523,16 +523,20 @@ def insn_samples(results, run):
     if not os.path.exists(marks_path):
         return f"{counts} but no {marks_path}"
     marks = read_insn_counts(counts)
+    lines = [line.split() for line in open(marks_path) if line.strip()]
+    # The guest's last job ended at its last mark: the plugin must have
+    # seen exactly as many, or a mark was lost or came from elsewhere and
+    # every number after it would belong to another job.
+    last = max((int(parts[0]) for parts in lines), default=0)
+    if len(marks) != last or (marks and max(marks) != last):
+        return f"{counts} has {len(marks)} marks, the guest made {last}: they do not line up"
     out = {}
-    for line in open(marks_path):
-        n, tag, *fields = line.split()
+    for n, tag, *fields in lines:
         vals = dict(f.split("=", 1) for f in fields)
-        if int(n) not in marks:
-            return f"mark {n} ({tag}) is not in {counts}: the plugin and the guest disagree"
         kernel, user, blocks = marks[int(n)]
         ops = int(vals["bytes"]) // parse_size(vals["bs"])
         if ops <= 0:
-            return f"{tag} moved no data"
+            continue  # its fio failed, which its test case says
         out[tag] = {"kernel": kernel / ops, "total": (kernel + user) / ops, "ops": ops,
                     "blocks": blocks}
     return out

@@ -23,7 +23,14 @@
  * Each block's executions are counted inline, without a helper call, so
  * that the guest runs almost as fast as without the plugin; the inline
  * add is not atomic, so with several vCPUs running one block at the same
- * moment a count may be lost now and then.
+ * moment a count may be lost now and then, and a block that faults part
+ * way is counted whole: the counts are close, not exact.
+ *
+ * Blocks are kept by the host address of their code and their length, so
+ * code translated again (user space's libraries in every new process, at
+ * another virtual address each time; anything after a code cache flush)
+ * counts where it counted before, and the table stays as large as the
+ * code the guest runs, not as the number of translations.
  *
  * Built against QEMU's plugin API version 1 (QEMU 7.2, Debian 12): the
  * few declarations used are below, as the API defines them.
@@ -80,6 +87,7 @@ struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+void *qemu_plugin_insn_haddr(const struct qemu_plugin_insn *insn);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb,
 				    void *userdata);
 /* ---- end of the API ---- */
@@ -90,19 +98,27 @@ PLUGIN_EXPORT int qemu_plugin_version = 1;
 #define KERNEL_START 0xffff800000000000ULL
 
 /*
- * One per translation: a block translated again (after a flush, or in
- * another address space) gets another. Never freed: blocks still in the
- * code cache add to their counter, and the list is walked without a lock.
+ * One per piece of code (host address and length). Never freed:
+ * translations still in the code cache add to its counter, and the list
+ * is walked without a lock.
  */
 struct block {
-	uint64_t vaddr;
+	uint64_t key;	/* host address of the code, or its address in the guest */
+	uint64_t vaddr; /* where the guest first ran it */
 	uint64_t insns;
-	uint64_t count; /* executions, added to inline by the block */
-	uint64_t seen;	/* count at the last mark */
+	uint64_t count;	 /* executions, added to inline by the block */
+	uint64_t seen;	 /* count at the last mark */
+	uint64_t last_n; /* executions between the last two marks */
 	struct block *next;
+	struct block *chain; /* in its hash bucket */
 };
 
 static struct block *blocks; /* pushed with a compare-and-swap */
+/* The blocks by key and length; translations look up under the lock. */
+#define TABLE_BITS 20
+#define BUCKETS (1u << TABLE_BITS)
+static struct block **table;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t marks;
@@ -121,24 +137,25 @@ static void on_mark(unsigned int vcpu_index, void *userdata)
 		pthread_mutex_unlock(&mark_lock);
 		return;
 	}
-	/* Two passes: the totals line comes before the blocks. */
+	/*
+	 * Each counter is read once, so that what runs meanwhile counts in
+	 * the next mark; the totals line comes before the blocks.
+	 */
 	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); b; b = b->next) {
-		uint64_t n = __atomic_load_n(&b->count, __ATOMIC_RELAXED) - b->seen;
+		uint64_t now = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
 
+		b->last_n = now - b->seen;
+		b->seen = now;
 		if (b->vaddr >= KERNEL_START)
-			kernel += n * b->insns;
+			kernel += b->last_n * b->insns;
 		else
-			user += n * b->insns;
+			user += b->last_n * b->insns;
 	}
 	fprintf(out, "mark %" PRIu64 " kernel %" PRIu64 " user %" PRIu64 "\n", ++marks, kernel,
 		user);
-	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); b; b = b->next) {
-		uint64_t now = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
-		uint64_t n = now - b->seen;
-
-		b->seen = now;
-		if (kind == PROFILE_MARK && n && b->vaddr >= KERNEL_START)
-			fprintf(out, "tb %" PRIx64 " %" PRIu64 "\n", b->vaddr, n * b->insns);
+	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); kind == PROFILE_MARK && b; b = b->next) {
+		if (b->last_n && b->vaddr >= KERNEL_START)
+			fprintf(out, "tb %" PRIx64 " %" PRIu64 "\n", b->vaddr, b->last_n * b->insns);
 	}
 	fflush(out);
 	pthread_mutex_unlock(&mark_lock);
@@ -160,22 +177,48 @@ static enum mark mark_of(const struct qemu_plugin_insn *insn)
 	return 0;
 }
 
+/* The block for code at KEY of N instructions, made if new; NULL if out of memory. */
+static struct block *block_of(uint64_t key, uint64_t vaddr, size_t n)
+{
+	uint64_t h = (key ^ (key >> 17) ^ ((uint64_t)n << 40)) * 0x9e3779b97f4a7c15ULL;
+	struct block **bucket = &table[h >> (64 - TABLE_BITS)];
+	struct block *b;
+
+	pthread_mutex_lock(&table_lock);
+	for (b = *bucket; b; b = b->chain) {
+		if (b->key == key && b->insns == n)
+			goto found;
+	}
+	b = calloc(1, sizeof(*b));
+	if (b) {
+		b->key = key;
+		b->vaddr = vaddr;
+		b->insns = n;
+		b->chain = *bucket;
+		*bucket = b;
+		b->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(&blocks, &b->next, b, true, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED))
+			;
+	}
+found:
+	pthread_mutex_unlock(&table_lock);
+	return b;
+}
+
 static void on_translation(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb), i;
-	struct block *b = calloc(1, sizeof(*b));
+	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
+	void *host = n ? qemu_plugin_insn_haddr(qemu_plugin_tb_get_insn(tb, 0)) : NULL;
+	struct block *b;
 
 	(void)id;
+	b = block_of(host ? (uint64_t)(uintptr_t)host : vaddr, vaddr, n);
 	if (!b)
-		return; /* uncounted: the totals come out low, not wrong-signed */
-	b->vaddr = qemu_plugin_tb_vaddr(tb);
-	b->insns = n;
+		return; /* uncounted: the totals come out low, never wrong-signed */
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
-	b->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&blocks, &b->next, b, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED))
-		;
-	if (b->vaddr >= KERNEL_START)
+	if (vaddr >= KERNEL_START)
 		return;
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
@@ -214,6 +257,11 @@ PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *in
 	}
 	if (!path) {
 		fprintf(stderr, "insn_count: out=FILE is needed\n");
+		return -1;
+	}
+	table = calloc(BUCKETS, sizeof(*table));
+	if (!table) {
+		fprintf(stderr, "insn_count: no memory\n");
 		return -1;
 	}
 	out = fopen(path, "w");

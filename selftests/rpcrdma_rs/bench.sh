@@ -83,9 +83,16 @@ nmark=0
 prof_kind=perf
 [ -n "$insn" ] && prof_kind=instructions
 # mark [profile]: a mark for the insn_count plugin (none without it).
+# Every run of insn_mark counts, even one that failed after its mark.
 mark() {
 	[ -n "$insn" ] || return 0
-	"$insn" "$@" && nmark=$((nmark + 1))
+	nmark=$((nmark + 1))
+	"$insn" "$@"
+}
+# marked TAG B0 B1 BS: the job TAG, which moved B1 - B0 bytes in blocks of
+# BS, ended at the last mark.
+marked() {
+	[ -n "$insn" ] && echo "$nmark $1 bytes=$(($3 - $2)) bs=$4" >>"$out/insn-marks.txt"
 }
 # direct_bytes: the bytes O_DIRECT reads and writes moved through $mnt.
 direct_bytes() {
@@ -205,7 +212,7 @@ insn_profile_job() {
 	rc=$?
 	mark profile
 	b1=$(direct_bytes)
-	echo "$nmark $proto-profile-$name bytes=$((b1 - b0)) bs=$bs" >>"$out/insn-marks.txt"
+	marked "$proto-profile-$name" "$b0" "$b1" "$bs"
 	[ "$rc" = 0 ] || { why="fio failed: $(head -2 "$out/profile-$name-fio.err" | tr '\n' ' ')"; return 1; }
 }
 
@@ -235,7 +242,7 @@ for proto in $protos; do
 			mark
 			b1=$(direct_bytes); c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
 			echo "$tag client_jiffies=$((c1 - c0)) server_jiffies=$((s1 - s0))" >>"$out/cpu.txt"
-			[ -n "$insn" ] && echo "$nmark $tag bytes=$((b1 - b0)) bs=$bs" >>"$out/insn-marks.txt"
+			marked "$tag" "$b0" "$b1" "$bs"
 			tap_check "$proto: $name rep $rep" test "$status" = 0
 		done
 		tag=$proto-metadata-$rep
