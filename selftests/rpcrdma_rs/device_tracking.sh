@@ -32,6 +32,7 @@ removal_traced() {
 	[ "$got" = "device=$dev index=$1" ]
 }
 trap trace_stop EXIT
+trap 'exit 143' TERM INT
 
 tap_plan 11
 lsmod | grep -q '^rpcrdma_rs\b' || insmod "$MODULE"

@@ -135,6 +135,7 @@ tap_plan $((5 * ${#selected[@]} + 1))
 # each case starts with an empty buffer.
 if [ "$TRANSPORT" = rs ]; then
 	trap trace_stop EXIT
+	trap 'exit 143' TERM INT
 	trace_start rpcrdma_rs_hostile reply_error disconnect ||
 		tap_diag "no trace: the cases that check trace events fail"
 fi

@@ -157,6 +157,7 @@ all_ends_traced() {
 
 no_errors_traced() {
 	local e n rc=0
+	[ -n "$trace_inst" ] || { tap_diag "no trace to read"; return 1; }
 	for e in reply_error mr_error; do
 		n=$(trace_events "$e" | wc -l)
 		if [ "$n" != 0 ]; then
