@@ -145,7 +145,7 @@ pub(crate) enum Invalidated<P> {
     Stale,
 }
 
-/// A connection's memory regions and the records of the RPCs holding them.
+/// A connection's memory regions, apart from the records that hold them.
 ///
 /// # Invariants
 ///
@@ -153,7 +153,7 @@ pub(crate) enum Invalidated<P> {
 /// `held` and not `gone` there, and `owner` names that record. Regions in
 /// `free` are unmapped, and `maps` has no mapping for them; a held region
 /// that is not `gone` has its mapping in `maps`.
-pub(crate) struct MrPool<H: MrHandler, P> {
+struct Regions<H: MrHandler> {
     mrs: KVec<Pin<KBox<Mr<H>>>>,
     /// The mapping of each region, by index, while a record holds it.
     maps: KVec<Option<Mapped>>,
@@ -162,6 +162,22 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     nfree: usize,
     /// The slot of the record holding each region, by index.
     owner: KVec<Option<u32>>,
+    /// Pages one region maps.
+    depth: usize,
+}
+
+/// A connection's memory regions and the records of the RPCs holding them.
+///
+/// Records are worked on where they lie in `records`, beside `regions`
+/// (a field of its own so that both can be borrowed at once): a record is
+/// about a kilobyte, and moving it out and back costs a copy each way.
+///
+/// # Invariants
+///
+/// Those of [`Regions`], whose records are those in `records`; `index`
+/// maps the XID of every record in `records` to its slot.
+pub(crate) struct MrPool<H: MrHandler, P> {
+    regions: Regions<H>,
     /// One per RPC that may hold regions: up to the largest slot table,
     /// too many for one kmalloc.
     records: KVVec<Option<Record<P>>>,
@@ -170,199 +186,14 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     index: XidIndex,
     /// Where `register` starts looking for a free slot.
     next_slot: usize,
-    /// Pages one region maps.
-    depth: usize,
 }
 
-impl<H: MrHandler, P> MrPool<H, P> {
-    pub(crate) const fn empty() -> Self {
-        Self {
-            mrs: KVec::new(),
-            maps: KVec::new(),
-            free: KVec::new(),
-            nfree: 0,
-            owner: KVec::new(),
-            records: KVVec::new(),
-            index: XidIndex::empty(),
-            next_slot: 0,
-            depth: 1,
-        }
-    }
-
-    /// A pool of `mrs` (whose indices must be `0..mrs.len()`), mapping
-    /// `depth` pages each, for at most `rpcs` RPCs at a time. Allocates
-    /// everything it will ever need.
-    pub(crate) fn new(mrs: KVec<Pin<KBox<Mr<H>>>>, depth: u32, rpcs: usize) -> Result<Self> {
-        let n = mrs.len();
-        let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
-        let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
-        let mut maps = KVec::with_capacity(n, GFP_KERNEL)?;
-        for (i, mr) in mrs.iter().enumerate() {
-            if usize::try_from(mr.index()) != Ok(i) {
-                return Err(EINVAL);
-            }
-        }
-        for i in (0..u32::try_from(n)?).rev() {
-            free.push(i, GFP_KERNEL)?;
-            owner.push(None, GFP_KERNEL)?;
-            maps.push(None, GFP_KERNEL)?;
-        }
-        // `owner` names every slot.
-        u32::try_from(rpcs).map_err(|_| EINVAL)?;
-        let mut records = KVVec::with_capacity(rpcs, GFP_KERNEL)?;
-        for _ in 0..rpcs {
-            records.push(None, GFP_KERNEL)?;
-        }
-        let index = XidIndex::new(rpcs)?;
-        // INVARIANT: every region is free and unmapped, no record exists.
-        Ok(Self {
-            mrs,
-            maps,
-            nfree: free.len(),
-            free,
-            owner,
-            records,
-            index,
-            next_slot: 0,
-            depth: usize::try_from(depth)?,
-        })
-    }
-
-    fn find(&self, xid: u32) -> Option<usize> {
-        self.index.find(xid).filter(|&slot| {
-            self.records
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|r| r.xid == xid)
-        })
-    }
-
-    /// True while RPC `xid` holds regions: it has a record that is more
-    /// than the mark that it was answered.
-    pub(crate) fn holds(&self, xid: u32) -> bool {
-        self.find(xid)
-            .and_then(|slot| self.records.get(slot))
-            .and_then(Option::as_ref)
-            .is_some_and(|r| !matches!(r.phase, Phase::Answered))
-    }
-
-    /// Removes the mark that RPC `xid` was answered, if that is all its
-    /// record is. For `buf_free`: sunrpc calls it once the RPC is off its
-    /// receive queue and no reply handler holds it pinned
-    /// (`xprt_request_dequeue_xprt` waits for that), so no reply for it can
-    /// reach [`MrPool::answer`] any more.
-    pub(crate) fn forget_answered(&mut self, xid: u32) {
-        if let Some(slot) = self.find(xid) {
-            let answered = self
-                .records
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|r| matches!(r.phase, Phase::Answered));
-            if answered {
-                // Holds no region: nothing to unmap.
-                self.take_record(slot);
-            }
-        }
-    }
-
-    /// Takes the record in `slot` out, to work on it beside the regions;
-    /// it is gone unless [`MrPool::put_record`] puts it back.
-    fn take_record(&mut self, slot: usize) -> Option<Record<P>> {
-        let rec = self.records.get_mut(slot).and_then(Option::take)?;
-        self.index.remove(rec.xid);
-        Some(rec)
-    }
-
-    /// Puts `rec` into `slot`, which is free: a new record, or one that
-    /// [`MrPool::take_record`] took out of it.
-    fn put_record(&mut self, slot: usize, rec: Record<P>) {
-        if let Some(entry) = self.records.get_mut(slot) {
-            // The index has room for every slot's XID (`XidIndex::new`)
-            // and XIDs are unique (`register`): this cannot fail. Were it
-            // to, `find` would miss the record and `buf_free` would not
-            // wait for its regions; say so loudly.
-            if !self.index.insert(rec.xid, slot) {
-                let device = self.mrs.first().map_or(c_str!("?"), |mr| mr.device_name());
-                pr_err!(
-                    "{}: record index full: RPC {:#010x} untracked\n",
-                    device,
-                    rec.xid
-                );
-            }
-            *entry = Some(rec);
-        }
-    }
-
-    /// Every region of `rec`, taken out of `slot`, is back on the free
-    /// list: hands out its `then`. A record that was answered goes back
-    /// into `slot` as the mark that it was ([`Phase::Answered`]); one that
-    /// was not (`buf_free`'s) is gone.
-    fn retire(&mut self, slot: usize, mut rec: Record<P>) -> Option<P> {
-        let then = rec.then.take();
-        if rec.answered {
-            rec.phase = Phase::Answered;
-            self.put_record(slot, rec);
-        }
-        then
-    }
-
-    /// Maps `reads` (for the server to read) and `writes` (for it to
-    /// write) into regions for RPC `xid`, cut at `depth` pages and at gaps;
-    /// returns the record's slot. The REG_MRs are not posted yet. Nothing
-    /// is held on error.
-    pub(crate) fn register(
-        &mut self,
-        xid: u32,
-        reads: &[Piece],
-        writes: &[Piece],
-    ) -> Result<usize> {
-        if reads.is_empty() && writes.is_empty() {
-            return Err(EINVAL);
-        }
-        // An RPC sent again on this connection after it was answered
-        // (sunrpc closes the connection first today): the mark must not
-        // fail it. The resend passed `call_encode`, which took it off the
-        // receive queue and waited for its pins, as `buf_free`.
-        self.forget_answered(xid);
-        if self.find(xid).is_some() {
-            return Err(EBUSY);
-        }
-        // From where the last one was taken: slots come free in about the
-        // order they were taken, so this rarely looks far.
-        let n = self.records.len();
-        let slot = (0..n)
-            .map(|k| (self.next_slot + k) % n)
-            .find(|&slot| self.records.get(slot).is_some_and(Option::is_none))
-            .ok_or(EAGAIN)?;
-        self.next_slot = (slot + 1) % n;
-        let mut rec = Record {
-            xid,
-            held: [Held::default(); MAX_RPC_MRS],
-            count: 0,
-            left: 0,
-            read_count: 0,
-            phase: Phase::Registered,
-            answered: false,
-            then: None,
-        };
-        let mut result = self.map_runs(&mut rec, slot, reads, false);
-        rec.read_count = rec.count;
-        if result.is_ok() {
-            result = self.map_runs(&mut rec, slot, writes, true);
-        }
-        if let Err(e) = result {
-            // Never posted, so unreachable: the regions agree (a refusal
-            // would leave them out of the free list, still mapped).
-            self.unmap_all(&mut rec);
-            return Err(e);
-        }
-        self.put_record(slot, rec);
-        Ok(slot)
-    }
-
+impl<H: MrHandler> Regions<H> {
+    /// Maps `pieces` into free regions for `rec`, which is in `slot`, cut
+    /// at `depth` pages and at gaps.
     fn map_runs(
         &mut self,
-        rec: &mut Record<P>,
+        rec: &mut Record<impl Sized>,
         slot: usize,
         pieces: &[Piece],
         writing: bool,
@@ -404,24 +235,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
         Ok(())
     }
 
-    /// The segments of the record in `slot`: the Read chunk's, then the
-    /// Write or Reply chunk's.
-    pub(crate) fn segments(&self, slot: usize) -> (Segments<'_>, Segments<'_>) {
-        let held = self
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .map_or((&[][..], 0), |r| (r.held(), r.read_count));
-        let (reads, writes) = held.0.split_at(held.1.min(held.0.len()));
-        (Segments(reads.iter()), Segments(writes.iter()))
-    }
-
-    /// Posts the REG_MRs of the record in `slot`. On error the record is
-    /// stranded (some may be posted) until the drain.
-    pub(crate) fn post_regs(&mut self, slot: usize) -> Result {
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
-            return Err(EINVAL);
-        };
+    /// Posts the REG_MRs of `rec`. On error the record is stranded (some
+    /// may be posted) until the drain.
+    fn post_regs(&self, rec: &mut Record<impl Sized>) -> Result {
         for h in rec.held.get(..rec.count).unwrap_or(&[]) {
             let i = h.index as usize;
             let posted = match (self.mrs.get(i), self.maps.get(i).and_then(Option::as_ref)) {
@@ -436,19 +252,11 @@ impl<H: MrHandler, P> MrPool<H, P> {
         Ok(())
     }
 
-    /// Releases the record in `slot` whose REG_MRs were never posted.
-    pub(crate) fn forget_unposted(&mut self, slot: usize) {
-        if let Some(mut rec) = self.take_record(slot) {
-            // Never posted: the regions agree they are unreachable.
-            self.unmap_all(&mut rec);
-        }
-    }
-
     /// Unmaps the regions of `rec` that are not `gone` and puts them back
     /// on the free list; returns false if one refused (the server may
     /// still reach it, says the region), which stays in `rec`. The caller
     /// knows the server can no longer reach them.
-    fn unmap_all(&mut self, rec: &mut Record<P>) -> bool {
+    fn unmap_all(&mut self, rec: &mut Record<impl Sized>) -> bool {
         let mut all = true;
         let count = rec.count;
         for h in rec.held.iter_mut().take(count).filter(|h| !h.gone) {
@@ -505,12 +313,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
         }
     }
 
-    /// Posts LOCAL_INV for every region of the record in `slot`, the last
-    /// one signaled. Returns true if all were posted.
-    fn post_invalidates(&mut self, slot: usize) -> bool {
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
-            return false;
-        };
+    /// Posts LOCAL_INV for every region of `rec`, the last one signaled.
+    /// Returns true if all were posted.
+    fn post_invalidates(&self, rec: &mut Record<impl Sized>) -> bool {
         let held = rec.held.get(..rec.count).unwrap_or(&[]);
         let Some(last) = held.iter().rev().find(|h| !h.gone).map(|h| h.index) else {
             return false;
@@ -528,6 +333,235 @@ impl<H: MrHandler, P> MrPool<H, P> {
         }
         rec.phase = Phase::Invalidating { signaled: last };
         true
+    }
+
+    /// The name of the regions' device, for log lines.
+    fn device_name(&self) -> &CStr {
+        self.mrs.first().map_or(c_str!("?"), |mr| mr.device_name())
+    }
+}
+
+impl<H: MrHandler, P> MrPool<H, P> {
+    pub(crate) const fn empty() -> Self {
+        Self {
+            regions: Regions {
+                mrs: KVec::new(),
+                maps: KVec::new(),
+                free: KVec::new(),
+                nfree: 0,
+                owner: KVec::new(),
+                depth: 1,
+            },
+            records: KVVec::new(),
+            index: XidIndex::empty(),
+            next_slot: 0,
+        }
+    }
+
+    /// A pool of `mrs` (whose indices must be `0..mrs.len()`), mapping
+    /// `depth` pages each, for at most `rpcs` RPCs at a time. Allocates
+    /// everything it will ever need.
+    pub(crate) fn new(mrs: KVec<Pin<KBox<Mr<H>>>>, depth: u32, rpcs: usize) -> Result<Self> {
+        let n = mrs.len();
+        let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut maps = KVec::with_capacity(n, GFP_KERNEL)?;
+        for (i, mr) in mrs.iter().enumerate() {
+            if usize::try_from(mr.index()) != Ok(i) {
+                return Err(EINVAL);
+            }
+        }
+        for i in (0..u32::try_from(n)?).rev() {
+            free.push(i, GFP_KERNEL)?;
+            owner.push(None, GFP_KERNEL)?;
+            maps.push(None, GFP_KERNEL)?;
+        }
+        // `owner` names every slot.
+        u32::try_from(rpcs).map_err(|_| EINVAL)?;
+        let mut records = KVVec::with_capacity(rpcs, GFP_KERNEL)?;
+        for _ in 0..rpcs {
+            records.push(None, GFP_KERNEL)?;
+        }
+        let index = XidIndex::new(rpcs)?;
+        // INVARIANT: every region is free and unmapped, no record exists.
+        Ok(Self {
+            regions: Regions {
+                mrs,
+                maps,
+                nfree: free.len(),
+                free,
+                owner,
+                depth: usize::try_from(depth)?,
+            },
+            records,
+            index,
+            next_slot: 0,
+        })
+    }
+
+    fn find(&self, xid: u32) -> Option<usize> {
+        self.index.find(xid).filter(|&slot| {
+            self.records
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| r.xid == xid)
+        })
+    }
+
+    /// The record in `slot`, in place.
+    fn record(&mut self, slot: usize) -> Option<&mut Record<P>> {
+        self.records.get_mut(slot).and_then(Option::as_mut)
+    }
+
+    /// True while RPC `xid` holds regions: it has a record that is more
+    /// than the mark that it was answered.
+    pub(crate) fn holds(&self, xid: u32) -> bool {
+        self.find(xid)
+            .and_then(|slot| self.records.get(slot))
+            .and_then(Option::as_ref)
+            .is_some_and(|r| !matches!(r.phase, Phase::Answered))
+    }
+
+    /// Removes the mark that RPC `xid` was answered, if that is all its
+    /// record is. For `buf_free`: sunrpc calls it once the RPC is off its
+    /// receive queue and no reply handler holds it pinned
+    /// (`xprt_request_dequeue_xprt` waits for that), so no reply for it can
+    /// reach [`MrPool::answer`] any more.
+    pub(crate) fn forget_answered(&mut self, xid: u32) {
+        if let Some(slot) = self.find(xid) {
+            let answered = self
+                .records
+                .get(slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| matches!(r.phase, Phase::Answered));
+            if answered {
+                // Holds no region: nothing to unmap.
+                self.remove_record(slot);
+            }
+        }
+    }
+
+    /// Removes the record in `slot`, dropping it where it lies, and its
+    /// XID from the index. The caller has put its regions back (or they
+    /// are no longer the record's to hold).
+    fn remove_record(&mut self, slot: usize) {
+        if let Some(entry) = self.records.get_mut(slot) {
+            if let Some(rec) = entry.as_ref() {
+                self.index.remove(rec.xid);
+            }
+            *entry = None;
+        }
+    }
+
+    /// Every region of the record in `slot` is back on the free list:
+    /// hands out its `then`. A record that was answered stays as the mark
+    /// that it was ([`Phase::Answered`]); one that was not (`buf_free`'s)
+    /// is removed.
+    fn retire(&mut self, slot: usize) -> Option<P> {
+        let rec = self.record(slot)?;
+        let then = rec.then.take();
+        if rec.answered {
+            rec.phase = Phase::Answered;
+        } else {
+            self.remove_record(slot);
+        }
+        then
+    }
+
+    /// Maps `reads` (for the server to read) and `writes` (for it to
+    /// write) into regions for RPC `xid`, cut at `depth` pages and at gaps;
+    /// returns the record's slot. The REG_MRs are not posted yet. Nothing
+    /// is held on error.
+    pub(crate) fn register(
+        &mut self,
+        xid: u32,
+        reads: &[Piece],
+        writes: &[Piece],
+    ) -> Result<usize> {
+        if reads.is_empty() && writes.is_empty() {
+            return Err(EINVAL);
+        }
+        // An RPC sent again on this connection after it was answered
+        // (sunrpc closes the connection first today): the mark must not
+        // fail it. The resend passed `call_encode`, which took it off the
+        // receive queue and waited for its pins, as `buf_free`.
+        self.forget_answered(xid);
+        if self.find(xid).is_some() {
+            return Err(EBUSY);
+        }
+        // From where the last one was taken: slots come free in about the
+        // order they were taken, so this rarely looks far.
+        let n = self.records.len();
+        let slot = (0..n)
+            .map(|k| (self.next_slot + k) % n)
+            .find(|&slot| self.records.get(slot).is_some_and(Option::is_none))
+            .ok_or(EAGAIN)?;
+        self.next_slot = (slot + 1) % n;
+        let entry = self.records.get_mut(slot).ok_or(EINVAL)?;
+        let rec = entry.insert(Record {
+            xid,
+            held: [Held::default(); MAX_RPC_MRS],
+            count: 0,
+            left: 0,
+            read_count: 0,
+            phase: Phase::Registered,
+            answered: false,
+            then: None,
+        });
+        let mut result = self.regions.map_runs(rec, slot, reads, false);
+        rec.read_count = rec.count;
+        if result.is_ok() {
+            result = self.regions.map_runs(rec, slot, writes, true);
+        }
+        if let Err(e) = result {
+            // Never posted, so unreachable: the regions agree (a refusal
+            // would leave them out of the free list, still mapped).
+            self.regions.unmap_all(rec);
+            *entry = None;
+            return Err(e);
+        }
+        // The index has room for every slot's XID (`XidIndex::new`) and
+        // XIDs are unique (above): this cannot fail. Were it to, `find`
+        // would miss the record and `buf_free` would not wait for its
+        // regions; say so loudly.
+        if !self.index.insert(xid, slot) {
+            pr_err!(
+                "{}: record index full: RPC {:#010x} untracked\n",
+                self.regions.device_name(),
+                xid
+            );
+        }
+        Ok(slot)
+    }
+
+    /// The segments of the record in `slot`: the Read chunk's, then the
+    /// Write or Reply chunk's.
+    pub(crate) fn segments(&self, slot: usize) -> (Segments<'_>, Segments<'_>) {
+        let held = self
+            .records
+            .get(slot)
+            .and_then(Option::as_ref)
+            .map_or((&[][..], 0), |r| (r.held(), r.read_count));
+        let (reads, writes) = held.0.split_at(held.1.min(held.0.len()));
+        (Segments(reads.iter()), Segments(writes.iter()))
+    }
+
+    /// Posts the REG_MRs of the record in `slot`. On error the record is
+    /// stranded (some may be posted) until the drain.
+    pub(crate) fn post_regs(&mut self, slot: usize) -> Result {
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            return Err(EINVAL);
+        };
+        self.regions.post_regs(rec)
+    }
+
+    /// Releases the record in `slot` whose REG_MRs were never posted.
+    pub(crate) fn forget_unposted(&mut self, slot: usize) {
+        if let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) {
+            // Never posted: the regions agree they are unreachable.
+            self.regions.unmap_all(rec);
+            self.remove_record(slot);
+        }
     }
 
     /// A reply for RPC `xid` was accepted; `then` delivers it. Frees the
@@ -550,18 +584,16 @@ impl<H: MrHandler, P> MrPool<H, P> {
         let Some(slot) = self.find(xid) else {
             return (Answer::Now(then), 0, false, true);
         };
-        let Some(mut rec) = self.take_record(slot) else {
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
             return (Answer::Now(then), 0, false, true);
         };
         if rec.answered {
-            self.put_record(slot, rec);
             return (Answer::Duplicate(then), 0, false, true);
         }
         rec.answered = true;
         rec.then = Some(then);
         if !matches!(rec.phase, Phase::Registered) {
             // Already being invalidated for `buf_free`, or stranded.
-            self.put_record(slot, rec);
             return (Answer::Later, 0, false, true);
         }
         // The server's Send With Invalidate made that region invalid, if
@@ -575,14 +607,13 @@ impl<H: MrHandler, P> MrPool<H, P> {
                 .take(count)
                 .find(|h| !h.gone && h.seg.handle == proof.rkey());
             if let Some(h) = named {
-                if self.unmap_one(h.index, Some(&proof)) {
+                if self.regions.unmap_one(h.index, Some(&proof)) {
                     h.gone = true;
                     rec.left -= 1;
                     invalidated = true;
                 }
             }
         }
-        self.put_record(slot, rec);
         let (answer, posted, ok) = self.settle(slot, gate);
         (answer, posted, invalidated, ok)
     }
@@ -615,37 +646,29 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// if the connection must be reset (a post failed, or a region refused
     /// to be unmapped).
     fn settle(&mut self, slot: usize, gate: &Gate) -> (Answer<P>, u32, bool) {
-        let count = self
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .map_or(0, |r| r.left);
-        let unreachable = count == 0 || matches!(gate, Gate::Idle | Gate::Drained);
-        if unreachable {
-            let Some(mut rec) = self.take_record(slot) else {
-                return (Answer::Later, 0, true);
-            };
-            if !self.unmap_all(&mut rec) {
+        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            return (Answer::Later, 0, true);
+        };
+        let count = rec.left;
+        if count == 0 || matches!(gate, Gate::Idle | Gate::Drained) {
+            if !self.regions.unmap_all(rec) {
                 // A region says the server may still reach it: the record
                 // and its `then` wait for the drain.
                 rec.phase = Phase::Stranded;
-                self.put_record(slot, rec);
                 return (Answer::Later, 0, false);
             }
-            return match self.retire(slot, rec) {
+            return match self.retire(slot) {
                 Some(then) => (Answer::Now(then), 0, true),
                 None => (Answer::Later, 0, true),
             };
         }
         match gate {
             Gate::Open => {
-                let ok = self.post_invalidates(slot);
+                let ok = self.regions.post_invalidates(rec);
                 (Answer::Later, u32::try_from(count).unwrap_or(0), ok)
             }
             _ => {
-                if let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) {
-                    rec.phase = Phase::Stranded;
-                }
+                rec.phase = Phase::Stranded;
                 (Answer::Later, 0, true)
             }
         }
@@ -656,6 +679,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// the RPC complete first, so on success all its regions are invalid.
     pub(crate) fn invalidated(&mut self, index: u32, success: bool) -> Invalidated<P> {
         let Some(slot) = self
+            .regions
             .owner
             .get(index as usize)
             .copied()
@@ -671,21 +695,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             Phase::Invalidating { signaled } if signaled == index => {}
             _ => return Invalidated::Stale,
         }
-        if !success {
+        if !success || !self.regions.unmap_all(rec) {
+            // Flushed, or a region says the server may still reach it.
             rec.phase = Phase::Stranded;
             return Invalidated::Flushed(rec.then.take());
         }
-        let Some(mut rec) = self.take_record(slot) else {
-            return Invalidated::Stale;
-        };
-        if !self.unmap_all(&mut rec) {
-            // A region says the server may still reach it.
-            rec.phase = Phase::Stranded;
-            let then = rec.then.take();
-            self.put_record(slot, rec);
-            return Invalidated::Flushed(then);
-        }
-        Invalidated::Done(self.retire(slot, rec))
+        Invalidated::Done(self.retire(slot))
     }
 
     /// The QP is drained and destroyed: nothing can reach any region, and
@@ -695,29 +710,31 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// answered RPCs go too: no reply can come on this connection.
     pub(crate) fn release_drained(&mut self, out: &mut KVVec<P>) {
         for slot in 0..self.records.len() {
-            if let Some(mut rec) = self.take_record(slot) {
-                if let Some(then) = rec.then.take() {
-                    // Room for every record was reserved by the caller; if
-                    // not, `push` drops it here, which is still correct.
-                    let _ = out.push(then, GFP_ATOMIC);
-                }
-                if !self.unmap_all(&mut rec) {
-                    // Only if the QP were not destroyed: then `buf_free`
-                    // keeps waiting for this RPC rather than let its
-                    // memory go while mapped.
-                    self.put_record(slot, rec);
-                }
+            let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if let Some(then) = rec.then.take() {
+                // Room for every record was reserved by the caller; if
+                // not, `push` drops it here, which is still correct.
+                let _ = out.push(then, GFP_ATOMIC);
+            }
+            // Only if the QP were not destroyed could a region refuse:
+            // then the record stays, and `buf_free` keeps waiting for
+            // this RPC rather than let its memory go while mapped.
+            if self.regions.unmap_all(rec) {
+                self.remove_record(slot);
             }
         }
     }
 
     /// Every region, for deregistration once the QP is drained.
     pub(crate) fn take_regions(&mut self) -> KVec<Pin<KBox<Mr<H>>>> {
-        self.free = KVec::new();
-        self.nfree = 0;
-        self.owner = KVec::new();
-        self.maps = KVec::new();
-        core::mem::replace(&mut self.mrs, KVec::new())
+        let regions = &mut self.regions;
+        regions.free = KVec::new();
+        regions.nfree = 0;
+        regions.owner = KVec::new();
+        regions.maps = KVec::new();
+        core::mem::replace(&mut regions.mrs, KVec::new())
     }
 
     /// How many RPCs may hold records at once.
@@ -727,12 +744,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// Regions currently on the free list.
     pub(crate) fn free_count(&self) -> usize {
-        self.nfree
+        self.regions.nfree
     }
 
     /// Pages one region maps.
     pub(crate) fn depth(&self) -> usize {
-        self.depth
+        self.regions.depth
     }
 }
 
