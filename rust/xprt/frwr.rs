@@ -175,7 +175,8 @@ struct Regions<H: MrHandler> {
 /// # Invariants
 ///
 /// Those of [`Regions`], whose records are those in `records`; `index`
-/// maps the XID of every record in `records` to its slot.
+/// maps exactly the XIDs of the records in `records`, each to its slot
+/// (unless `register` logged a failed insert).
 pub(crate) struct MrPool<H: MrHandler, P> {
     regions: Regions<H>,
     /// One per RPC that may hold regions: up to the largest slot table,
@@ -408,7 +409,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
         })
     }
 
-    /// The record in `slot`, in place.
+    /// The record in `slot`, in place. Where `regions` is changed while
+    /// the record is borrowed, the callers spell out the field instead, so
+    /// that the two borrows stay apart.
     fn record(&mut self, slot: usize) -> Option<&mut Record<P>> {
         self.records.get_mut(slot).and_then(Option::as_mut)
     }
@@ -523,7 +526,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // The index has room for every slot's XID (`XidIndex::new`) and
         // XIDs are unique (above): this cannot fail. Were it to, `find`
         // would miss the record and `buf_free` would not wait for its
-        // regions; say so loudly.
+        // regions; say so loudly. (It is tried once, here: the record
+        // stays where it is until it is removed.)
         if !self.index.insert(xid, slot) {
             pr_err!(
                 "{}: record index full: RPC {:#010x} untracked\n",
