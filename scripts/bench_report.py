@@ -372,11 +372,17 @@ class Kallsyms:
         if sym in IDLE_SYMBOLS:
             return sym, "idle"
         name, mod = self.resolve(sym)
-        if mod:
-            return name, module_category(mod)
-        if name in self.builtin_rdma or (not self.builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
-            return name, "ib_core+rdma_cm"
-        return name, "other kernel"
+        return name, kernel_category(name, mod, self.builtin_rdma)
+
+
+def kernel_category(name, mod, builtin_rdma):
+    """The category of kernel symbol NAME of module MOD (None: built in);
+    BUILTIN_RDMA names the RDMA core's built-in symbols, if known."""
+    if mod:
+        return module_category(mod)
+    if name in builtin_rdma or (not builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
+        return "ib_core+rdma_cm"
+    return "other kernel"
 
 
 def rust_readable(sym):
@@ -405,6 +411,12 @@ def rust_readable(sym):
         else:
             i += 1
     return "::".join(n for n in names if n) or sym
+
+
+def shown_symbol(name, width):
+    """NAME readable (rust_readable), cut to WIDTH characters."""
+    shown = rust_readable(name)
+    return shown if len(shown) <= width else shown[:width - 3] + "..."
 
 
 def read_flat_profile(path):
@@ -479,10 +491,7 @@ def profile_summary(results):
             n = p["samples"]
             out.append(f"  top symbols, {label}" + (f" ({n} samples):" if n else ":"))
             for pct, cat, name in p["top"]:
-                shown = rust_readable(name)
-                if len(shown) > 72:
-                    shown = shown[:69] + "..."
-                out.append(f"    {pct:5.1f}%  {cat:<16} {shown}")
+                out.append(f"    {pct:5.1f}%  {cat:<16} {shown_symbol(name, 72)}")
         out.append("")
     return out
 
@@ -612,11 +621,7 @@ class KernelText:
         if i < 0:
             return "?", "other kernel"
         _, name, mod = self.entries[i]
-        if mod:
-            return name, module_category(mod)
-        if name in self.builtin_rdma or (not self.builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
-            return name, "ib_core+rdma_cm"
-        return name, "other kernel"
+        return name, kernel_category(name, mod, self.builtin_rdma)
 
 
 def insn_profile_summary(results):
@@ -665,10 +670,7 @@ def insn_profile_summary(results):
             out.append(f"  top functions, {label} (instructions per operation, {ops} operations):")
             top = sorted(syms.items(), key=lambda kv: -kv[1])[:20]
             for (cat, name), n in top:
-                shown = rust_readable(name)
-                if len(shown) > 64:
-                    shown = shown[:61] + "..."
-                out.append(f"    {n:>9.0f}  {cat:<16} {shown}")
+                out.append(f"    {n:>9.0f}  {cat:<16} {shown_symbol(name, 64)}")
         out.append("")
     return out
 
