@@ -91,6 +91,10 @@ fn cut_into_pages(
 ) -> Result {
     let mut at = start;
     let mut left = usize::try_from(len)?;
+    // One allocation for all the pieces, rather than the vector growing
+    // piece by piece on every RPC.
+    let pages = ((at & (PAGE_SIZE - 1)) + left).div_ceil(PAGE_SIZE);
+    out.reserve(pages, GFP_ATOMIC)?;
     while left > 0 {
         let offset = at & (PAGE_SIZE - 1);
         let n = (PAGE_SIZE - offset).min(left);
