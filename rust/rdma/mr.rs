@@ -414,7 +414,7 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
             // any more: it is deregistered below.
             pr_warn!(
                 "{}: memory region freed while mapped; its DMA mapping is leaked\n",
-                self.qp.device().name()
+                self.device_name()
             );
         }
         // SAFETY: Ours (type invariant); nothing posted for the region is

@@ -91,6 +91,9 @@ fn cut_into_pages(
 ) -> Result {
     let mut at = start;
     let mut left = usize::try_from(len)?;
+    if left == 0 {
+        return Ok(());
+    }
     // One allocation for all the pieces, rather than the vector growing
     // piece by piece on every RPC.
     let pages = ((at & (PAGE_SIZE - 1)) + left).div_ceil(PAGE_SIZE);
