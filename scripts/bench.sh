@@ -124,17 +124,15 @@ protos=rdma
 status=0
 # The C transport's guest also measures TCP and the raw link: same boot,
 # same link, same export.
-# counting RUN: the client QEMU's plugin options for harness run RUN.
+# counting RUN: the client QEMU's plugin options for harness run RUN
+# (none without the counter).
 counting() {
-	[ "$insn_count" = 1 ] || return 0
-	printf '%s\n' --client-qemu-opts "-plugin $build/insn_count.so,out=$results/$1/insn-counts.txt"
+	[ "$insn_count" = 0 ] || echo "-plugin $build/insn_count.so,out=$results/$1/insn-counts.txt"
 }
-mapfile -t count_c < <(counting c)
-mapfile -t count_rs < <(counting rs)
-scripts/harness.sh --transport c --out "$results/c" "${common[@]}" "${insn[@]}" "${count_c[@]}" \
-	--env "BENCH_PROTOS=$protos" --env BENCH_PERFTEST=1 || status=1
+scripts/harness.sh --transport c --out "$results/c" "${common[@]}" "${insn[@]}" \
+	--client-qemu-opts "$(counting c)" --env "BENCH_PROTOS=$protos" --env BENCH_PERFTEST=1 || status=1
 scripts/harness.sh --transport rs --module "$module" --out "$results/rs" "${common[@]}" \
-	"${insn[@]}" "${count_rs[@]}" --env "BENCH_PROTOS=rdma" || status=1
+	"${insn[@]}" --client-qemu-opts "$(counting rs)" --env "BENCH_PROTOS=rdma" || status=1
 
 /usr/bin/python3 scripts/bench_report.py "$results" || status=1
 exit "$status"

@@ -95,10 +95,7 @@ marked() {
 	[ -n "$insn" ] && echo "$nmark $1 bytes=$(($3 - $2)) bs=$4" >>"$out/insn-marks.txt"
 }
 # direct_bytes: the bytes O_DIRECT reads and writes moved through $mnt.
-direct_bytes() {
-	awk -v m="$mnt" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "bytes:" { print $4 + $5; exit }' /proc/self/mountstats
-}
+direct_bytes() { mount_bytes "$mnt" 4 5; }
 
 cases=0
 for proto in $protos; do cases=$((cases + 1 + $(proto_cases "$proto"))); done

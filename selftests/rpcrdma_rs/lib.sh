@@ -321,13 +321,21 @@ mountstats_field() {
 	mount_xprt_line "$1" | awk -v n="$2" '{ print $(n + 2) }'
 }
 
-# server_written MNT: bytes the NFS mount at MNT has had written by the
-# server (mountstats "bytes:" line, serverwritebytes): how far a writer
-# has got, where the file's size cannot tell (fio sizes it up front).
-server_written() {
-	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "bytes:" { print $7; exit }' /proc/self/mountstats
+# mount_bytes MNT N...: the sum of fields N... of the NFS mount's
+# mountstats "bytes:" line (2 normal reads, 3 normal writes, 4 O_DIRECT
+# reads, 5 O_DIRECT writes, 6 server reads, 7 server writes).
+mount_bytes() {
+	local m=$1
+	shift
+	awk -v m="$m" -v fields="$*" '$1 == "device" { found = ($5 == m); next }
+		found && $1 == "bytes:" { n = split(fields, f, " "); s = 0
+			for (i = 1; i <= n; i++) s += $(f[i]); print s; exit }' /proc/self/mountstats
 }
+
+# server_written MNT: bytes the NFS mount at MNT has had written by the
+# server (serverwritebytes): how far a writer has got, where the file's
+# size cannot tell (fio sizes it up front).
+server_written() { mount_bytes "$1" 7; }
 
 # rs_xprt_field NAME: NAME's value for the one rpcrdma_rs transport in
 # debugfs (rpcrdma_rs/xprts); prints nothing and fails unless there is
