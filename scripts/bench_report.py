@@ -17,6 +17,7 @@ instruction counts do not match the guest's marks, after everything else.
 
 import bisect
 import csv
+import functools
 import json
 import os
 import re
@@ -521,6 +522,7 @@ def read_insn_counts(path):
     return marks
 
 
+@functools.lru_cache(maxsize=None)
 def insn_samples(results, run):
     """{tag: {"kernel": per op, "total": per op, "ops": n, "blocks": {...}}}
     for a run whose client QEMU counted instructions, {} for one that did
