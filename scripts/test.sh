@@ -26,7 +26,8 @@ cd "$RPCRDMA_RS_TOP"
 #   run (--canary);
 # - over siw: the data integrity test (NFSv4.2, over IPv4 and IPv6) and
 #   all the others: nfs_teardown.sh, connect_probe.sh, tracepoints.sh,
-#   device_tracking.sh and dkms.sh.
+#   device_tracking.sh, nfs_utils.sh (which mounts over the kernel's
+#   rpcrdma too, for nfs-utils to read both) and dkms.sh.
 # nfs_server_loss.sh (four server losses under verified fio, 12 minutes
 # on a slow host) runs with --full only.
 # The C reference's code does not change with this tree: its results
@@ -169,7 +170,7 @@ fi
 rxe_tests="nfs_data_integrity.sh nfs_workloads.sh nfs_load.sh nfs_inline_thresholds.sh nfs_krb5.sh"
 rxe_tests+=" hostile_peer.sh"
 siw_tests="nfs_data_integrity.sh nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh"
-siw_tests+=" dkms.sh"
+siw_tests+=" nfs_utils.sh dkms.sh"
 canary=(--canary)
 for run in $runs; do
 	IFS=: read -r t r <<<"$run"

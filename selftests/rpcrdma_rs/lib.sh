@@ -337,6 +337,43 @@ mount_bytes() {
 # size cannot tell (fio sizes it up front).
 server_written() { mount_bytes "$1" 7; }
 
+# The labels mountstats --xprt prints for an "xprt: rdma" line of the C
+# transport's 27 fields (nfs-utils 2.6): both transports must give the
+# same (nfs_data_integrity.sh holds each to the list, nfs_utils.sh compares
+# the two in one guest).
+MOUNTSTATS_LABELS="Transport protocol|Connect count|Connect time|Idle time|RPC requests|RPC replies|XIDs not found|Avg backlog length|Read segments|Write segments|Reply segments|Registered|RDMA received|Total pull-up|Total fix-up|Hardway allocations|Failed marshals|Bad replies|RDMA_NOMSG calls|Allocated MRs|Recovered MRs|Orphaned MRs|Local Invalidates needed|Empty sendctx queue count|Replies that waited for Send completion"
+
+# nfs_utils_read MNT: mountstats --xprt parses the mount's transport line
+# into the fields it knows, with the values the line has (RPC requests,
+# Write segments and Allocated MRs checked against it), and nfsiostat
+# reports the mount. mountstats reads a copy of /proc/self/mountstats that
+# the line is taken from too: NFSv4 renews its lease meanwhile. Leaves
+# what nfsiostat printed, numbers blanked, in NFSIOSTAT_SHAPE, for
+# comparing two transports.
+nfs_utils_read() {
+	local out labels line sends writes mrs snap=/tmp/mountstats.copy
+	cp /proc/self/mountstats "$snap" || return 1
+	out=$(mountstats -f "$snap" --xprt "$1" 2>&1) || { tap_diag "mountstats: $out"; return 1; }
+	line=$(mount_xprt_lines "$1" "$snap" | head -1)
+	labels=$(sed -n 's/^[[:space:]]*\([^:]*\): .*/\1/p' <<<"$out" | paste -sd'|')
+	if [ "$labels" != "$MOUNTSTATS_LABELS" ]; then
+		tap_diag "mountstats printed: $labels"
+		return 1
+	fi
+	value() { sed -n "s/^[[:space:]]*$1: \([0-9]*\).*/\1/p" <<<"$out"; }
+	sends=$(value "RPC requests")
+	writes=$(value "Write segments")
+	mrs=$(value "Allocated MRs")
+	tap_diag "mountstats: $sends RPC requests, $writes Write segments, $mrs MRs; the line: $line"
+	[ "$sends" = "$(awk '{ print $8 }' <<<"$line")" ] &&
+		[ "$writes" = "$(awk '{ print $14 }' <<<"$line")" ] &&
+		[ "$mrs" = "$(awk '{ print $26 }' <<<"$line")" ] || return 1
+	out=$(nfsiostat "$1" 2>&1) || { tap_diag "nfsiostat: $out"; return 1; }
+	grep -q "mounted on $1:" <<<"$out" && ! grep -q Traceback <<<"$out" ||
+		{ tap_diag "nfsiostat: $(head -3 <<<"$out" | tr '\n' ' ')"; return 1; }
+	NFSIOSTAT_SHAPE=$(sed -E 's/[0-9]+(\.[0-9]+)?/N/g; s/[[:space:]]+/ /g' <<<"$out")
+}
+
 # rs_xprt_field NAME: NAME's value for the one rpcrdma_rs transport in
 # debugfs (rpcrdma_rs/xprts); prints nothing and fails unless there is
 # exactly one. A transport whose mount is gone lingers until its destroy
