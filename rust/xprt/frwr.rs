@@ -57,11 +57,11 @@ pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
 /// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
 const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
 
-/// One region an RPC holds, as advertised.
-#[derive(Clone, Copy, Default)]
+/// One region an RPC holds; its segment, as advertised, is beside it in
+/// [`Record::segs`].
+#[derive(Clone, Copy)]
 struct Held {
     index: u32,
-    seg: Segment,
     /// Unmapped and back on the free list already: the server invalidated
     /// it (Send With Invalidate), or its record is being released.
     gone: bool,
@@ -86,14 +86,22 @@ enum Phase {
     Answered,
 }
 
-/// The regions one RPC holds on a connection.
+/// The regions one RPC holds on a connection, in a slot of
+/// [`MrPool::records`] kept from one RPC to the next: taking it for an
+/// RPC sets every field but `held` and `segs`, of which only the first
+/// `count` entries are read, so no RPC clears or copies a kilobyte.
 struct Record<P> {
+    /// The slot is an RPC's: the fields below are its.
+    live: bool,
     xid: u32,
     held: [Held; MAX_RPC_MRS],
+    /// The segment of each of `held`, as advertised: in a run of their own,
+    /// for the header to be encoded from ([`MrPool::segments`]).
+    segs: [Segment; MAX_RPC_MRS],
     count: usize,
     /// Regions not `gone`.
     left: usize,
-    /// `held[..read_count]` are the Read chunk's.
+    /// `held[..read_count]` and `segs[..read_count]` are the Read chunk's.
     read_count: usize,
     phase: Phase,
     /// A reply was accepted: another is a duplicate.
@@ -103,9 +111,41 @@ struct Record<P> {
 }
 
 impl<P> Record<P> {
-    fn held(&self) -> &[Held] {
-        self.held.get(..self.count).unwrap_or(&[])
+    const fn free() -> Self {
+        Self {
+            live: false,
+            xid: 0,
+            held: [Held {
+                index: 0,
+                gone: false,
+            }; MAX_RPC_MRS],
+            segs: [Segment {
+                handle: 0,
+                length: 0,
+                offset: 0,
+            }; MAX_RPC_MRS],
+            count: 0,
+            left: 0,
+            read_count: 0,
+            phase: Phase::Registered,
+            answered: false,
+            then: None,
+        }
     }
+
+    fn segs(&self) -> &[Segment] {
+        self.segs.get(..self.count).unwrap_or(&[])
+    }
+}
+
+/// The record in `slot` of `records` if it is an RPC's, shared.
+fn live<P>(records: &KVVec<Record<P>>, slot: usize) -> Option<&Record<P>> {
+    records.get(slot).filter(|r| r.live)
+}
+
+/// The record in `slot` of `records` if it is an RPC's, in place.
+fn live_mut<P>(records: &mut KVVec<Record<P>>, slot: usize) -> Option<&mut Record<P>> {
+    records.get_mut(slot).filter(|r| r.live)
 }
 
 /// Whether the connection's QP may be posted to (C: the endpoint's state).
@@ -174,14 +214,15 @@ struct Regions<H: MrHandler> {
 ///
 /// # Invariants
 ///
-/// Those of [`Regions`], whose records are those in `records`; `index`
-/// maps exactly the XIDs of the records in `records`, each to its slot
-/// (unless `register` logged a failed insert).
+/// Those of [`Regions`], whose records are the `live` ones in `records`;
+/// `index` maps exactly the XIDs of those, each to its slot (unless
+/// `register` logged a failed insert). A record that is not `live` holds
+/// nothing: its `then` is `None`.
 pub(crate) struct MrPool<H: MrHandler, P> {
     regions: Regions<H>,
     /// One per RPC that may hold regions: up to the largest slot table,
     /// too many for one kmalloc.
-    records: KVVec<Option<Record<P>>>,
+    records: KVVec<Record<P>>,
     /// The slot of each record in `records`, by XID: a reply and
     /// `buf_free` find their RPC's record without a scan.
     index: XidIndex,
@@ -204,7 +245,11 @@ impl<H: MrHandler> Regions<H> {
             if rec.count - start >= MAX_SEGS {
                 return Err(errno::emsgsize());
             }
-            let held = rec.held.get_mut(rec.count).ok_or_else(errno::emsgsize)?;
+            let (Some(held), Some(seg)) =
+                (rec.held.get_mut(rec.count), rec.segs.get_mut(rec.count))
+            else {
+                return Err(errno::emsgsize());
+            };
             let index = self.pop_free().ok_or(EAGAIN)?;
             let i = usize::try_from(index)?;
             let mapped = match self.mrs.get(i) {
@@ -213,11 +258,8 @@ impl<H: MrHandler> Regions<H> {
             };
             match mapped {
                 Ok(m) => {
-                    *held = Held {
-                        index,
-                        seg: m.segment(),
-                        gone: false,
-                    };
+                    *held = Held { index, gone: false };
+                    *seg = m.segment();
                     rec.count += 1;
                     rec.left += 1;
                     if let Some(o) = self.owner.get_mut(i) {
@@ -381,7 +423,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         u32::try_from(rpcs).map_err(|_| EINVAL)?;
         let mut records = KVVec::with_capacity(rpcs, GFP_KERNEL)?;
         for _ in 0..rpcs {
-            records.push(None, GFP_KERNEL)?;
+            records.push(Record::free(), GFP_KERNEL)?;
         }
         let index = XidIndex::new(rpcs)?;
         // INVARIANT: every region is free and unmapped, no record exists.
@@ -401,19 +443,16 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     fn find(&self, xid: u32) -> Option<usize> {
-        self.index.find(xid).filter(|&slot| {
-            self.records
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|r| r.xid == xid)
-        })
+        self.index
+            .find(xid)
+            .filter(|&slot| live(&self.records, slot).is_some_and(|r| r.xid == xid))
     }
 
     /// The record in `slot`, in place. Where `regions` is changed while
     /// the record is borrowed, the callers spell out the field instead, so
     /// that the two borrows stay apart.
     fn record(&mut self, slot: usize) -> Option<&mut Record<P>> {
-        self.records.get_mut(slot).and_then(Option::as_mut)
+        live_mut(&mut self.records, slot)
     }
 
     /// True while RPC `xid` holds regions: it has a record that is more
@@ -421,7 +460,6 @@ impl<H: MrHandler, P> MrPool<H, P> {
     pub(crate) fn holds(&self, xid: u32) -> bool {
         self.find(xid)
             .and_then(|slot| self.records.get(slot))
-            .and_then(Option::as_ref)
             .is_some_and(|r| !matches!(r.phase, Phase::Answered))
     }
 
@@ -432,27 +470,30 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// reach [`MrPool::answer`] any more.
     pub(crate) fn forget_answered(&mut self, xid: u32) {
         if let Some(slot) = self.find(xid) {
-            let answered = self
-                .records
-                .get(slot)
-                .and_then(Option::as_ref)
-                .is_some_and(|r| matches!(r.phase, Phase::Answered));
-            if answered {
-                // Holds no region: nothing to unmap.
-                self.remove_record(slot);
-            }
+            self.forget_if_answered(slot);
         }
     }
 
-    /// Removes the record in `slot`, dropping it where it lies, and its
-    /// XID from the index. The caller has put its regions back (or they
-    /// are no longer the record's to hold).
+    /// [`MrPool::forget_answered`] for the record in `slot`, found
+    /// already; true if it was only that mark, and is gone.
+    fn forget_if_answered(&mut self, slot: usize) -> bool {
+        let answered =
+            live(&self.records, slot).is_some_and(|r| matches!(r.phase, Phase::Answered));
+        if answered {
+            // Holds no region: nothing to unmap.
+            self.remove_record(slot);
+        }
+        answered
+    }
+
+    /// Removes the record in `slot`, dropping its `then` (if any is
+    /// left) where it lies, and its XID from the index. The caller has put
+    /// its regions back (or they are no longer the record's to hold).
     fn remove_record(&mut self, slot: usize) {
-        if let Some(entry) = self.records.get_mut(slot) {
-            if let Some(rec) = entry.as_ref() {
-                self.index.remove(rec.xid);
-            }
-            *entry = None;
+        if let Some(rec) = live_mut(&mut self.records, slot) {
+            self.index.remove(rec.xid);
+            rec.live = false;
+            rec.then = None;
         }
     }
 
@@ -488,29 +529,30 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // (sunrpc closes the connection first today): the mark must not
         // fail it. The resend passed `call_encode`, which took it off the
         // receive queue and waited for its pins, as `buf_free`.
-        self.forget_answered(xid);
-        if self.find(xid).is_some() {
-            return Err(EBUSY);
+        if let Some(slot) = self.find(xid) {
+            if !self.forget_if_answered(slot) {
+                return Err(EBUSY);
+            }
         }
         // From where the last one was taken: slots come free in about the
         // order they were taken, so this rarely looks far.
         let n = self.records.len();
         let slot = (0..n)
             .map(|k| (self.next_slot + k) % n)
-            .find(|&slot| self.records.get(slot).is_some_and(Option::is_none))
+            .find(|&slot| self.records.get(slot).is_some_and(|r| !r.live))
             .ok_or(EAGAIN)?;
         self.next_slot = (slot + 1) % n;
-        let entry = self.records.get_mut(slot).ok_or(EINVAL)?;
-        let rec = entry.insert(Record {
-            xid,
-            held: [Held::default(); MAX_RPC_MRS],
-            count: 0,
-            left: 0,
-            read_count: 0,
-            phase: Phase::Registered,
-            answered: false,
-            then: None,
-        });
+        let rec = self.records.get_mut(slot).ok_or(EINVAL)?;
+        // Field by field, in place: `held` and `segs` are read only up to
+        // `count`.
+        rec.live = true;
+        rec.xid = xid;
+        rec.count = 0;
+        rec.left = 0;
+        rec.read_count = 0;
+        rec.phase = Phase::Registered;
+        rec.answered = false;
+        rec.then = None;
         let mut result = self.regions.map_runs(rec, slot, reads, false);
         rec.read_count = rec.count;
         if result.is_ok() {
@@ -520,7 +562,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             // Never posted, so unreachable: the regions agree (a refusal
             // would leave them out of the free list, still mapped).
             self.regions.unmap_all(rec);
-            *entry = None;
+            rec.live = false;
             return Err(e);
         }
         // The index has room for every slot's XID (`XidIndex::new`) and
@@ -538,22 +580,18 @@ impl<H: MrHandler, P> MrPool<H, P> {
         Ok(slot)
     }
 
-    /// The segments of the record in `slot`: the Read chunk's, then the
-    /// Write or Reply chunk's.
-    pub(crate) fn segments(&self, slot: usize) -> (Segments<'_>, Segments<'_>) {
-        let held = self
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .map_or((&[][..], 0), |r| (r.held(), r.read_count));
-        let (reads, writes) = held.0.split_at(held.1.min(held.0.len()));
-        (Segments(reads.iter()), Segments(writes.iter()))
+    /// The segments of the record in `slot`, as advertised: the Read
+    /// chunk's, then the Write or Reply chunk's.
+    pub(crate) fn segments(&self, slot: usize) -> (&[Segment], &[Segment]) {
+        let (segs, reads) =
+            live(&self.records, slot).map_or((&[][..], 0), |r| (r.segs(), r.read_count));
+        segs.split_at(reads.min(segs.len()))
     }
 
     /// Posts the REG_MRs of the record in `slot`. On error the record is
     /// stranded (some may be posted) until the drain.
     pub(crate) fn post_regs(&mut self, slot: usize) -> Result {
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(rec) = live_mut(&mut self.records, slot) else {
             return Err(EINVAL);
         };
         self.regions.post_regs(rec)
@@ -561,7 +599,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
 
     /// Releases the record in `slot` whose REG_MRs were never posted.
     pub(crate) fn forget_unposted(&mut self, slot: usize) {
-        if let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) {
+        if let Some(rec) = live_mut(&mut self.records, slot) {
             // Never posted: the regions agree they are unreachable.
             self.regions.unmap_all(rec);
             self.remove_record(slot);
@@ -588,7 +626,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         let Some(slot) = self.find(xid) else {
             return (Answer::Now(then), 0, false, true);
         };
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(rec) = live_mut(&mut self.records, slot) else {
             return (Answer::Now(then), 0, false, true);
         };
         if rec.answered {
@@ -608,8 +646,10 @@ impl<H: MrHandler, P> MrPool<H, P> {
             let named = rec
                 .held
                 .iter_mut()
+                .zip(rec.segs.iter())
                 .take(count)
-                .find(|h| !h.gone && h.seg.handle == proof.rkey());
+                .find(|(h, seg)| !h.gone && seg.handle == proof.rkey())
+                .map(|(h, _)| h);
             if let Some(h) = named {
                 if self.regions.unmap_one(h.index, Some(&proof)) {
                     h.gone = true;
@@ -631,18 +671,19 @@ impl<H: MrHandler, P> MrPool<H, P> {
         let Some(slot) = self.find(xid) else {
             return (false, 0, true);
         };
-        let registered = self
-            .records
-            .get(slot)
-            .and_then(Option::as_ref)
-            .is_some_and(|r| matches!(r.phase, Phase::Registered));
+        let registered =
+            live(&self.records, slot).is_some_and(|r| matches!(r.phase, Phase::Registered));
         let (mut posted, mut ok) = (0, true);
         if registered {
             // A record not answered has no `then` to hand out.
             (_, posted, ok) = self.settle(slot, gate);
         }
-        self.forget_answered(xid);
-        (self.holds(xid), posted, ok)
+        // `settle` may have removed the record (it was not answered) or
+        // left only the mark that it was; nothing else took the slot
+        // meanwhile (`&mut self`: the caller holds the pool's lock).
+        let holds = live(&self.records, slot).is_some_and(|r| r.xid == xid)
+            && !self.forget_if_answered(slot);
+        (holds, posted, ok)
     }
 
     /// Invalidates the regions left in the record in `slot` as `gate`
@@ -650,7 +691,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// if the connection must be reset (a post failed, or a region refused
     /// to be unmapped).
     fn settle(&mut self, slot: usize, gate: &Gate) -> (Answer<P>, u32, bool) {
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(rec) = live_mut(&mut self.records, slot) else {
             return (Answer::Later, 0, true);
         };
         let count = rec.left;
@@ -692,7 +733,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         else {
             return Invalidated::Stale;
         };
-        let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+        let Some(rec) = live_mut(&mut self.records, slot) else {
             return Invalidated::Stale;
         };
         match rec.phase {
@@ -714,7 +755,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// answered RPCs go too: no reply can come on this connection.
     pub(crate) fn release_drained(&mut self, out: &mut KVVec<P>) {
         for slot in 0..self.records.len() {
-            let Some(rec) = self.records.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(rec) = live_mut(&mut self.records, slot) else {
                 continue;
             };
             if let Some(then) = rec.then.take() {
@@ -790,17 +831,6 @@ impl XidIndex {
 
     fn remove(&mut self, xid: u32) {
         xid_index::remove(&mut self.table, xid)
-    }
-}
-
-/// The segments of one chunk of a record, as the header advertises them.
-pub(crate) struct Segments<'a>(core::slice::Iter<'a, Held>);
-
-impl Iterator for Segments<'_> {
-    type Item = Segment;
-
-    fn next(&mut self) -> Option<Segment> {
-        self.0.next().map(|h| h.seg)
     }
 }
 

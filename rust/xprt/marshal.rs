@@ -14,15 +14,12 @@
 //! the locks, registers the chunks through `frwr.rs`, posts, and decides
 //! what a failure does to the connection.
 
-use super::{
-    frwr::{Segments, MAX_SEGS},
-    stats::Stats,
-};
+use super::{frwr::MAX_SEGS, stats::Stats};
 use crate::{
     errno,
     proto::{
         chunks::{self, CallLayout, CallPlan, ReplyLayout, ReplyPlan, Thresholds},
-        header::{self, Body, DecodeLimits, Message, ReadSegment, ReplyKind, Segment},
+        header::{self, Body, DecodeLimits, ReadSegment, ReplyKind, Segment},
         RPCRDMA_VERSION,
     },
     rdma::Piece,
@@ -150,48 +147,40 @@ impl Prepared<'_> {
         &mut self,
         out: &mut [u8],
         inline_send: u32,
-        registered: Option<(Segments<'_>, Segments<'_>)>,
+        registered: Option<(&[Segment], &[Segment])>,
     ) -> Result<usize> {
         let position = match self.plan.call {
             CallPlan::ReadChunk(r) => r.position,
             _ => 0,
         };
-        let mut read_list = [ReadSegment::default(); MAX_SEGS];
-        let mut written = [Segment::default(); MAX_SEGS];
-        let (mut reads, mut writes) = (0, 0);
-        if let Some((r, w)) = registered {
-            for (dst, seg) in read_list.iter_mut().zip(r) {
-                *dst = ReadSegment {
-                    position,
-                    segment: seg,
-                };
-                reads += 1;
-            }
-            for (dst, seg) in written.iter_mut().zip(w) {
-                *dst = seg;
-                writes += 1;
-            }
+        let (read, written) = registered.unwrap_or((&[], &[]));
+        // The pool cuts each chunk at `MAX_SEGS` segments, the most the
+        // server accepts.
+        if read.len() > MAX_SEGS || written.len() > MAX_SEGS {
+            return Err(errno::emsgsize());
         }
-        let read_list = read_list.get(..reads).unwrap_or(&[]);
-        let written = written.get(..writes).unwrap_or(&[]);
-        let write_chunk = [written];
-        let (write_list, reply_chunk): (&[&[Segment]], _) = match self.plan.reply {
-            ReplyPlan::WriteChunk(_) => (&write_chunk, None),
-            ReplyPlan::ReplyChunk { .. } => (&[], Some(written)),
-            ReplyPlan::Inline => (&[], None),
-        };
-        let msg = Message {
-            xid: self.xid,
-            credit: self.credit,
-            proc: self.plan.call.proc(),
-            read_list,
-            write_list,
-            reply_chunk,
+        // Encoded from the record's segments where they lie.
+        let segs = || written.iter().copied();
+        let (write_chunk, reply_chunk) = match self.plan.reply {
+            ReplyPlan::WriteChunk(_) => (Some(segs()), None),
+            ReplyPlan::ReplyChunk { .. } => (None, Some(segs())),
+            ReplyPlan::Inline => (None, None),
         };
         let out = out.get_mut(..usize::try_from(inline_send)?).ok_or(EINVAL)?;
-        let used = marshal(out, self.rqst, &msg, &self.plan.call, &self.call)?;
+        let hdr_len = header::encode_chunked(
+            out,
+            self.xid,
+            self.credit,
+            self.plan.call.proc(),
+            read.iter()
+                .map(|&segment| ReadSegment { position, segment }),
+            write_chunk,
+            reply_chunk,
+        )
+        .map_err(|_| errno::emsgsize())?;
+        let used = marshal(out, hdr_len, self.rqst, &self.plan.call, &self.call)?;
         self.advertised = Advertised {
-            reads: read_list.len(),
+            reads: read.len(),
             writes: written.len(),
             write_bytes: written.iter().map(|s| u64::from(s.length)).sum(),
         };
@@ -265,17 +254,16 @@ fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
     l.cut_tail(out)
 }
 
-/// Writes the transport header `msg` into `out` (the Send buffer, cut to
-/// the inline threshold), then the part of the Call that goes inline by
-/// `plan`; returns the bytes used.
+/// Writes the part of the Call that goes inline by `plan` into `out` (the
+/// Send buffer, cut to the inline threshold) after the transport header,
+/// its first `hdr_len` bytes; returns the bytes used.
 fn marshal(
     out: &mut [u8],
+    hdr_len: usize,
     rqst: &Rqst<'_>,
-    msg: &Message<'_>,
     plan: &CallPlan,
     call: &XdrLayout<'_>,
 ) -> Result<usize> {
-    let hdr_len = msg.encode(out).map_err(|_| errno::emsgsize())?;
     let mut copy = |at: usize, offset: u32, len: u32| -> Result<usize> {
         let end = at
             .checked_add(usize::try_from(len)?)
