@@ -35,7 +35,7 @@ pub(crate) use client::{Client, Registration};
 pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, NetNs, SockAddr};
 pub(crate) use device::Device;
 pub(crate) use mr::{FrwrAttrs, Mapped, Mr, MrHandler};
-pub(crate) use piece::Piece;
+pub(crate) use piece::{Piece, Pieces};
 pub(crate) use qp::{QpCaps, RemoteInvalidation};
 
 /// A number no other object of this module gets: an identity that, unlike

@@ -49,7 +49,7 @@ impl Piece {
     pub(crate) unsafe fn cut_pages(
         start: usize,
         len: u32,
-        out: &mut KVec<Piece>,
+        out: &mut Pieces,
         page_at: impl Fn(usize) -> Result<*mut bindings::page>,
     ) -> Result {
         // INVARIANT: the pages are a request's (the function's contract).
@@ -64,11 +64,7 @@ impl Piece {
     /// `base..base + len` must be a request's head or tail buffer, which
     /// stays allocated until the transport's `buf_free` for the request
     /// returns.
-    pub(crate) unsafe fn cut_kernel_buffer(
-        base: *const u8,
-        len: u32,
-        out: &mut KVec<Piece>,
-    ) -> Result {
+    pub(crate) unsafe fn cut_kernel_buffer(base: *const u8, len: u32, out: &mut Pieces) -> Result {
         cut_into_pages(base as usize, len, out, |addr| {
             // SAFETY: No precondition: an address that is not linear-mapped
             // gives NULL.
@@ -81,14 +77,48 @@ impl Piece {
     }
 }
 
+// `Pieces::clear` forgets pieces without dropping them.
+const _: () = assert!(!core::mem::needs_drop::<Piece>());
+
+/// The pieces cut for one chunk of one RPC, in room a connection keeps
+/// from one RPC to the next: once it is large enough, cutting allocates
+/// nothing. Its owner empties it when the RPC's pieces are done with.
+pub(crate) struct Pieces(KVec<Piece>);
+
+// SAFETY: A piece is a page's address, an offset and a length: nothing in
+// it belongs to the thread that cut it, and its page stays allocated while
+// the piece may be used (`Piece`'s invariant), whichever thread that is.
+unsafe impl Send for Pieces {}
+
+impl Pieces {
+    /// Empty, with room for `n` pieces.
+    pub(crate) fn with_capacity(n: usize) -> Result<Self> {
+        Ok(Self(KVec::with_capacity(n, GFP_KERNEL)?))
+    }
+
+    /// The pieces cut so far.
+    pub(crate) fn as_slice(&self) -> &[Piece] {
+        self.0.as_slice()
+    }
+
+    /// Forgets every piece, keeping the room.
+    pub(crate) fn clear(&mut self) {
+        // SAFETY: A length of zero is within the capacity and initializes
+        // nothing; `Piece` has no drop glue (asserted above), so the
+        // pieces need none.
+        unsafe { self.0.set_len(0) };
+    }
+}
+
 /// Cuts `len` bytes starting at position `start` into pieces that do not
 /// cross a page boundary; `page_at` names the page holding a position.
 fn cut_into_pages(
     start: usize,
     len: u32,
-    out: &mut KVec<Piece>,
+    out: &mut Pieces,
     page_at: impl Fn(usize) -> Result<*mut bindings::page>,
 ) -> Result {
+    let out = &mut out.0;
     let mut at = start;
     let mut left = usize::try_from(len)?;
     if left == 0 {

@@ -14,7 +14,7 @@ mod transport;
 
 use crate::{
     bindings,
-    rdma::{NetNs, Piece, SockAddr},
+    rdma::{NetNs, Piece, Pieces, SockAddr},
 };
 use core::{fmt, marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
@@ -331,13 +331,13 @@ impl XdrLayout<'_> {
     }
 
     /// Cuts the head into page pieces, appended to `out`.
-    pub(crate) fn cut_head(&self, out: &mut KVec<Piece>) -> Result {
+    pub(crate) fn cut_head(&self, out: &mut Pieces) -> Result {
         // SAFETY: The head is the request's buffer (type invariant).
         unsafe { Piece::cut_kernel_buffer(self.raw.head.cast(), self.raw.head_len, out) }
     }
 
     /// Cuts the page data into page pieces, appended to `out`.
-    pub(crate) fn cut_pages(&self, out: &mut KVec<Piece>) -> Result {
+    pub(crate) fn cut_pages(&self, out: &mut Pieces) -> Result {
         let base = usize::try_from(self.raw.page_base)?;
         // SAFETY: The pages are the request's buffer pages (type invariant).
         unsafe {
@@ -348,7 +348,7 @@ impl XdrLayout<'_> {
     }
 
     /// Cuts the tail into page pieces, appended to `out`.
-    pub(crate) fn cut_tail(&self, out: &mut KVec<Piece>) -> Result {
+    pub(crate) fn cut_tail(&self, out: &mut Pieces) -> Result {
         // SAFETY: The tail is the request's buffer (type invariant).
         unsafe { Piece::cut_kernel_buffer(self.raw.tail.cast(), self.raw.tail_len, out) }
     }

@@ -22,11 +22,11 @@ use crate::{
         header::{self, Body, DecodeLimits, ReadSegment, ReplyKind, Segment},
         RPCRDMA_VERSION,
     },
-    rdma::Piece,
+    rdma::{Piece, Pieces},
     sunrpc::{PinnedRqst, Rqst, XdrLayout},
 };
 use core::sync::atomic::Ordering;
-use kernel::{alloc::KVec, prelude::*};
+use kernel::prelude::*;
 
 /// A Call planned, with the memory its chunks cover cut into page pieces
 /// ([`prepare`]); then encoded into a Send buffer once the pieces are
@@ -40,9 +40,9 @@ pub(crate) struct Prepared<'a> {
     /// The credits the header asks for.
     credit: u32,
     /// For the Read chunk (or the Long Call's Position Zero Read chunk).
-    reads: KVec<Piece>,
+    reads: &'a mut Pieces,
     /// For the Write chunk or the Reply chunk.
-    writes: KVec<Piece>,
+    writes: &'a mut Pieces,
     /// What the last successful [`Prepared::encode`] advertised.
     advertised: Advertised,
 }
@@ -58,17 +58,23 @@ struct Advertised {
     write_bytes: u64,
 }
 
-/// Plans `rqst` and cuts what its chunks cover into page pieces; a
+/// Plans `rqst` and cuts what its chunks cover into page pieces, kept in
+/// `reads` and `writes` (the connection's, emptied here and when the
+/// [`Prepared`] goes: their room stays from one Call to the next); a
 /// backchannel reply (`bc_reply`) goes inline only and grants the server
-/// `bc_credits`, any other Call asks for `max_requests`. Allocates: call
-/// it before taking any lock.
+/// `bc_credits`, any other Call asks for `max_requests`. May allocate
+/// (more room for pieces): call it before taking any lock.
 pub(crate) fn prepare<'a>(
     rqst: &'a Rqst<'_>,
     bc_reply: bool,
     thresholds: &Thresholds,
     max_requests: u32,
     bc_credits: u32,
+    reads: &'a mut Pieces,
+    writes: &'a mut Pieces,
 ) -> Result<Prepared<'a>> {
+    reads.clear();
+    writes.clear();
     let xid = rqst.xid();
     let call = rqst.layout(false)?;
     // A backchannel reply expects no reply: no receive buffer.
@@ -99,22 +105,9 @@ pub(crate) fn prepare<'a>(
         }
     };
 
-    // What to register, cut into pages before taking any lock.
-    let mut reads = KVec::new();
-    match plan.call {
-        CallPlan::Inline { .. } => {}
-        CallPlan::ReadChunk(_) => call.cut_pages(&mut reads)?,
-        CallPlan::LongCall { .. } => whole_buffer_pieces(&call, &mut reads)?,
-    }
-    let mut writes = KVec::new();
-    if let Some(reply) = &reply {
-        match plan.reply {
-            ReplyPlan::Inline => {}
-            ReplyPlan::WriteChunk(_) => reply.cut_pages(&mut writes)?,
-            ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, &mut writes)?,
-        }
-    }
-    Ok(Prepared {
+    // The pieces go into `Prepared` at once, so that its drop empties
+    // them whatever fails below.
+    let prepared = Prepared {
         rqst,
         xid,
         call,
@@ -123,7 +116,30 @@ pub(crate) fn prepare<'a>(
         reads,
         writes,
         advertised: Advertised::default(),
-    })
+    };
+    // What to register, cut into pages before taking any lock.
+    match prepared.plan.call {
+        CallPlan::Inline { .. } => {}
+        CallPlan::ReadChunk(_) => prepared.call.cut_pages(prepared.reads)?,
+        CallPlan::LongCall { .. } => whole_buffer_pieces(&prepared.call, prepared.reads)?,
+    }
+    if let Some(reply) = &reply {
+        match prepared.plan.reply {
+            ReplyPlan::Inline => {}
+            ReplyPlan::WriteChunk(_) => reply.cut_pages(prepared.writes)?,
+            ReplyPlan::ReplyChunk { .. } => whole_buffer_pieces(reply, prepared.writes)?,
+        }
+    }
+    Ok(prepared)
+}
+
+impl Drop for Prepared<'_> {
+    /// Empties the connection's piece vectors: a piece names a page of
+    /// this RPC's buffers, which sunrpc frees after `buf_free`.
+    fn drop(&mut self) {
+        self.reads.clear();
+        self.writes.clear();
+    }
 }
 
 impl Prepared<'_> {
@@ -136,7 +152,7 @@ impl Prepared<'_> {
     /// and those it writes (the Write or Reply chunk). Both empty: the
     /// Call has no chunk.
     pub(crate) fn pieces(&self) -> (&[Piece], &[Piece]) {
-        (&self.reads, &self.writes)
+        (self.reads.as_slice(), self.writes.as_slice())
     }
 
     /// Writes the transport header into `out` (the Send buffer, of which
@@ -248,7 +264,7 @@ fn reply_layout(l: &XdrLayout<'_>) -> ReplyLayout {
 
 /// Head, page data and tail of a buffer, as page pieces (a Long Call's
 /// Position Zero Read chunk, or a Reply chunk).
-fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut KVec<Piece>) -> Result {
+fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut Pieces) -> Result {
     l.cut_head(out)?;
     l.cut_pages(out)?;
     l.cut_tail(out)

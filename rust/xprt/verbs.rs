@@ -26,7 +26,7 @@ use crate::{
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
-        MrHandler, QpCaps, Received, RecvBuf, SendBuf, SentBatch,
+        MrHandler, Pieces, QpCaps, Received, RecvBuf, SendBuf, SentBatch,
     },
     sunrpc::{
         self, params,
@@ -44,6 +44,11 @@ use kernel::{
     sync::{Arc, CondVar, SpinLock},
 };
 
+/// Pieces one chunk of the largest RPC is usually cut into: a piece per
+/// page of its page data, one more if that starts inside a page, and two
+/// each for its head and tail, which may cross a page boundary. A longer
+/// head or tail takes more, allocated then and kept.
+const MAX_PIECES: usize = MAX_DATA_PAGES as usize + 5;
 /// Backchannel requests the server may have outstanding (C:
 /// `rb_bc_srv_max_requests`).
 pub(crate) const BC_CREDITS: u32 = sunrpc::BC_SLOTS;
@@ -700,6 +705,10 @@ pub(crate) struct Endpoint {
     /// Sends posted unsignaled since the last signaled one (C:
     /// `re_send_count`, counting up).
     unsignaled: u32,
+    /// Where each Call's pieces are cut, for its Read chunk and for its
+    /// Write or Reply chunk: sized for the largest RPC when connecting,
+    /// so that sending rarely allocates. Empty between Calls.
+    pieces: (Pieces, Pieces),
 }
 
 /// The queue sizes of a connection on a device (C: `frwr_query_device`).
@@ -843,6 +852,10 @@ impl Endpoint {
         shared
             .max_requests
             .store(sizes.max_requests, Ordering::Relaxed);
+        let pieces = (
+            Pieces::with_capacity(MAX_PIECES)?,
+            Pieces::with_capacity(MAX_PIECES)?,
+        );
         id.create_qp(&QpCaps {
             cq_entries: sizes.max_send_wr.max(sizes.max_recv_wr) + 1,
             max_send_wr: sizes.max_send_wr,
@@ -864,6 +877,7 @@ impl Endpoint {
             thresholds: Thresholds::new(1024, 1024, 2, u32::MAX, 4096),
             send_batch: sizes.send_batch,
             unsignaled: 0,
+            pieces,
         };
         let qp = ep.id.qp()?.clone();
         // Each set is filled outside the locks (allocation sleeps), then
@@ -1014,12 +1028,15 @@ impl Endpoint {
         left: usize,
     ) -> Result {
         let shared = self.shared.clone();
+        let (reads, writes) = &mut self.pieces;
         let mut prepared = marshal::prepare(
             rqst,
             bc_reply,
             &self.thresholds,
             shared.max_requests.load(Ordering::Relaxed),
             BC_CREDITS,
+            reads,
+            writes,
         )?;
 
         let stats = &shared.stats;
@@ -1076,6 +1093,7 @@ impl Endpoint {
         drop(pool);
         drop(gate);
         prepared.count(stats);
+        drop(prepared);
 
         // The buffer belongs to the QP until its completion (or, if not
         // signaled, that of a later signaled Send) hands it back.
