@@ -61,6 +61,16 @@ const MRS: u32 = sunrpc::MRS;
 
 type Pool = MrPool<EpShared, Deferred>;
 
+/// What [`EpShared::regs`] guards. Under one lock because sending, a
+/// reply and `buf_free` each need both, and take it once.
+struct Regs {
+    /// Whether work requests may be posted, and whether the QP can still
+    /// reach memory.
+    gate: Gate,
+    /// The memory regions and the RPCs holding them.
+    pool: Pool,
+}
+
 /// A reply held until the memory of its RPC is unreachable: the Receive
 /// buffer it arrived in (`rep`) is not reposted before then.
 pub(crate) struct Deferred {
@@ -180,17 +190,14 @@ impl FreeSends {
 /// regions (and the replies waiting for their invalidation), credits. The
 /// posted Receives and Sends belong to the QP until they complete.
 ///
-/// Lock order: `gate`, then `pool`. Replies are delivered outside both.
+/// The gate and the regions share one lock (`regs`); replies are
+/// delivered outside it.
 #[pin_data]
 pub(crate) struct EpShared {
     #[pin]
     events: ConnEvents,
     pub(crate) xprt: Xprt,
     pub(crate) stats: Arc<Stats>,
-    /// Whether work requests may be posted, and whether the QP can still
-    /// reach memory.
-    #[pin]
-    gate: SpinLock<Gate>,
     /// The Send buffers not posted.
     #[pin]
     free_sends: SpinLock<FreeSends>,
@@ -212,9 +219,10 @@ pub(crate) struct EpShared {
     /// The most credits this connection accepts: the transport's slot
     /// table size, or less if the device's queues are too short.
     pub(crate) max_requests: AtomicU32,
-    /// The memory regions and the RPCs holding them.
+    /// Whether work requests may be posted, and the memory regions with
+    /// the RPCs holding them.
     #[pin]
-    pool: SpinLock<Pool>,
+    regs: SpinLock<Regs>,
     /// Signalled when an RPC lets go of its regions, for `buf_free`.
     #[pin]
     released: CondVar,
@@ -227,7 +235,6 @@ impl EpShared {
             events <- ConnEvents::new(),
             xprt,
             stats,
-            gate <- new_spinlock!(Gate::Idle),
             free_sends <- new_spinlock!(FreeSends::empty()),
             live: AtomicBool::new(false),
             peer_fault: AtomicBool::new(false),
@@ -235,7 +242,10 @@ impl EpShared {
             credits: AtomicU32::new(1),
             grant_logged: AtomicBool::new(false),
             max_requests: AtomicU32::new(max_requests),
-            pool <- new_spinlock!(MrPool::empty()),
+            regs <- new_spinlock!(Regs {
+                gate: Gate::Idle,
+                pool: MrPool::empty(),
+            }),
             released <- new_condvar!(),
         })
     }
@@ -248,8 +258,9 @@ impl EpShared {
     /// more). Sleeps.
     pub(crate) fn release_rpc_sync(&self, xid: u32) {
         let (held, posted, ok) = {
-            let gate = self.gate.lock();
-            self.pool.lock().release(xid, &gate)
+            let mut regs = self.regs.lock();
+            let Regs { gate, pool } = &mut *regs;
+            pool.release(xid, gate)
         };
         self.stats
             .local_inv_needed
@@ -258,11 +269,11 @@ impl EpShared {
             self.connection_lost(Loss::Invalidate);
         }
         if held {
-            let mut pool = self.pool.lock();
-            while pool.holds(xid) {
-                self.released.wait(&mut pool);
+            let mut regs = self.regs.lock();
+            while regs.pool.holds(xid) {
+                self.released.wait(&mut regs);
             }
-            pool.forget_answered(xid);
+            regs.pool.forget_answered(xid);
         }
         // Regions came back: a sender may be waiting for them.
         self.xprt.write_space();
@@ -307,14 +318,14 @@ impl EpShared {
     /// Posts a completed Receive again, while the connection is open; the
     /// buffer is freed otherwise (teardown, or the post failed).
     fn repost(&self, rep: Received<Self>) {
-        let gate = self.gate.lock();
-        if !matches!(*gate, Gate::Open) {
-            drop(gate);
+        let regs = self.regs.lock();
+        if !matches!(regs.gate, Gate::Open) {
+            drop(regs);
             drop(rep);
             return;
         }
         let posted = rep.repost();
-        drop(gate);
+        drop(regs);
         if let Err((rep, _)) = posted {
             drop(rep);
             self.connection_lost(Loss::Post("Receive"));
@@ -338,8 +349,9 @@ impl EpShared {
         let remote_inv = rep.remote_invalidation();
         let d = Deferred { rqst, outcome, rep };
         let (answer, posted, remote, ok) = {
-            let gate = self.gate.lock();
-            self.pool.lock().answer(xid, remote_inv, &gate, d)
+            let mut regs = self.regs.lock();
+            let Regs { gate, pool } = &mut *regs;
+            pool.answer(xid, remote_inv, gate, d)
         };
         if remote {
             self.stats
@@ -564,12 +576,12 @@ impl EpShared {
 
     /// Regions on the free list, for the report.
     pub(crate) fn regions_free(&self) -> usize {
-        self.pool.lock().free_count()
+        self.regs.lock().pool.free_count()
     }
 
     /// Pages one region maps on this connection's device, for the report.
     pub(crate) fn region_pages(&self) -> usize {
-        self.pool.lock().depth()
+        self.regs.lock().pool.depth()
     }
 }
 
@@ -579,7 +591,7 @@ impl CmHandler for EpShared {
             // Armed here, before the connecting thread looks: a disconnect
             // right after ESTABLISHED must not go unreported.
             CmEventKind::Established => {
-                if matches!(*self.gate.lock(), Gate::Open) {
+                if matches!(self.regs.lock().gate, Gate::Open) {
                     self.live.store(true, Ordering::Release);
                 }
             }
@@ -600,7 +612,7 @@ impl MrHandler for EpShared {
             // Flushed (or failed): the QP is in the error state.
             self.connection_lost(Loss::completion("LOCAL_INV", completion));
         }
-        let result = self.pool.lock().invalidated(mr.index(), success);
+        let result = self.regs.lock().pool.invalidated(mr.index(), success);
         match result {
             Invalidated::Done(Some(d)) => self.finish(d.rqst, d.outcome, d.rep),
             // Its RPC is retransmitted on the next connection; the drain
@@ -900,12 +912,15 @@ impl Endpoint {
         // the credits let fly: an answered RPC keeps its record until
         // `buf_free`, after its credit went to another.
         let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?)?;
-        *ep.shared.pool.lock() = pool;
+        {
+            let mut regs = ep.shared.regs.lock();
+            regs.pool = pool;
+            regs.gate = Gate::Open;
+        }
         ep.shared
             .stats
             .mrs_allocated
             .fetch_add(u64::from(MRS), Ordering::Relaxed);
-        *ep.shared.gate.lock() = Gate::Open;
         // With no RNR retries the server must never find no Receive: post
         // them all before connecting, as the C client does. Each belongs to
         // the QP until its completion hands it back.
@@ -1040,11 +1055,11 @@ impl Endpoint {
         )?;
 
         let stats = &shared.stats;
-        let gate = shared.gate.lock();
-        if !matches!(*gate, Gate::Open) {
+        let mut regs = shared.regs.lock();
+        if !matches!(regs.gate, Gate::Open) {
             return Err(errno::enotconn());
         }
-        let mut pool = shared.pool.lock();
+        let pool = &mut regs.pool;
         let (read_pieces, write_pieces) = prepared.pieces();
         let rec = if read_pieces.is_empty() && write_pieces.is_empty() {
             None
@@ -1084,14 +1099,12 @@ impl Endpoint {
         if let Some(rec) = rec {
             if pool.post_regs(rec).is_err() {
                 // Stranded until the drain: `buf_free` waits for it.
-                drop(pool);
-                drop(gate);
+                drop(regs);
                 shared.connection_lost(Loss::Post("REG_MR"));
                 return Err(errno::enotconn());
             }
         }
-        drop(pool);
-        drop(gate);
+        drop(regs);
         prepared.count(stats);
         drop(prepared);
 
@@ -1137,10 +1150,10 @@ impl Drop for Endpoint {
         }
         // Nothing is posted from here on; regions stay held (and
         // `buf_free` waits) until the drain below.
-        *shared.gate.lock() = Gate::Closing;
+        shared.regs.lock().gate = Gate::Closing;
         let _ = self.id.disconnect();
-        // Room for every record's action, allocated outside the locks.
-        let records = shared.pool.lock().records();
+        // Room for every record's action, allocated outside the lock.
+        let records = shared.regs.lock().pool.records();
         let mut waiting = KVVec::with_capacity(records, GFP_KERNEL).unwrap_or(KVVec::new());
         if let Err(e) = self.id.quiesce() {
             // The QP and its CQs are destroyed all the same: just as final.
@@ -1154,11 +1167,10 @@ impl Drop for Endpoint {
         // and free every region, let go of the RPCs whose replies waited
         // for invalidation (they are retransmitted), wake `buf_free`.
         let regions = {
-            let mut gate = shared.gate.lock();
-            *gate = Gate::Drained;
-            let mut pool = shared.pool.lock();
-            pool.release_drained(&mut waiting);
-            pool.take_regions()
+            let mut regs = shared.regs.lock();
+            regs.gate = Gate::Drained;
+            regs.pool.release_drained(&mut waiting);
+            regs.pool.take_regions()
         };
         drop(waiting);
         shared.released.notify_all();
