@@ -100,6 +100,10 @@ fi
 
 results=$RPCRDMA_RS_CACHE/results/bench-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$results"
+# What ran, for bench_report.py --annotate: the module (its build directory
+# is replaced by the next run) and the bench kernel's tree.
+cp "$module" "$results/rpcrdma_rs.ko"
+echo "$kdir" >"$results/kernel-tree"
 # The RDMA core is built into the kernel, so /proc/kallsyms tags its
 # symbols with no module: the profile summary tells them by this list.
 nm --defined-only "$kdir/drivers/infiniband/core/built-in.a" 2>/dev/null |

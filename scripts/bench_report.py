@@ -4,6 +4,7 @@
 a profile summary.
 
 Usage: bench_report.py RESULTS_DIR
+       bench_report.py RESULTS_DIR --annotate SYMBOL [rs|c] [JOB]
 
 RESULTS_DIR holds one harness run per client transport (c/, rs/), each with
 bench/ written by selftests/rpcrdma_rs/bench.sh in the client guest.
@@ -13,16 +14,25 @@ profile-summary.txt and, when QEMU counted the client's instructions
 table, the instruction counts, the profile summary and the targets (which
 do not change the exit status). Fails when matplotlib is missing or the
 instruction counts do not match the guest's marks, after everything else.
+
+--annotate prints where one kernel function's instructions went during a
+profiled job (default: rs, randread-4k-qd16), block by block over its
+disassembly: SYMBOL is a symbol or a part of its readable Rust name. It
+needs the instruction counts, and the objects scripts/bench.sh keeps with
+the results (rpcrdma_rs.ko, and kernel-tree naming the bench kernel's
+build tree for vmlinux and the C module).
 """
 
 import bisect
 import csv
 import functools
+import glob
 import json
 import os
 import re
 import shlex
 import statistics
+import subprocess
 import sys
 
 USER_HZ = 100  # /proc/stat counts in USER_HZ ticks on every architecture
@@ -677,6 +687,89 @@ def insn_profile_summary(results):
     return out
 
 
+def object_for(results, mod):
+    """The object file holding the code of module MOD (None: the kernel's
+    own text) as it ran in RESULTS, or None if it was not kept."""
+    if mod == "rpcrdma_rs":
+        path = os.path.join(results, "rpcrdma_rs.ko")
+        return path if os.path.exists(path) else None
+    try:
+        tree = open(os.path.join(results, "kernel-tree")).read().strip()
+    except OSError:
+        return None
+    if not mod:
+        path = os.path.join(tree, "vmlinux")
+        return path if os.path.exists(path) else None
+    found = glob.glob(os.path.join(tree, "**", mod + ".ko"), recursive=True)
+    return found[0] if found else None
+
+
+def annotate(results, symbol, run="rs", job="randread-4k-qd16"):
+    """Lines: SYMBOL's instructions per operation during the profiled JOB of
+    RUN, by translation block over its disassembly; a string saying why
+    not."""
+    got = insn_samples(results, run)
+    ksyms = os.path.join(results, run, "bench", "kallsyms-text.txt")
+    if not isinstance(got, dict) or not os.path.exists(ksyms):
+        return f"no usable instruction counts for {run} in {results}"
+    v = got.get(f"rdma-profile-{job}")
+    if not v or not v["blocks"]:
+        return f"no profile of {job} in {run}"
+    kt = KernelText(ksyms, set())
+    ends = {}
+    for i, (addr, name, mod) in enumerate(kt.entries):
+        if name == symbol or symbol in rust_readable(name):
+            end = kt.addrs[i + 1] if i + 1 < len(kt.addrs) else addr + (64 << 10)
+            ends[(addr, name, mod)] = end
+    if not ends:
+        return f"no kernel symbol matches {symbol!r}"
+    # Of several matches, the one that ran the most.
+    per_sym = {k: sum(n for a, n in v["blocks"].items() if k[0] <= a < end)
+               for k, end in ends.items()}
+    (start, name, mod), total = max(per_sym.items(), key=lambda kv: kv[1])
+    end = ends[(start, name, mod)]
+    ops = v["ops"]
+    blocks = {a - start: n / ops for a, n in v["blocks"].items() if start <= a < end}
+    out = [f"{rust_readable(name)} [{mod or 'kernel'}], {run}, {job}: "
+           f"{total / ops:.0f} instructions per operation, {ops} operations"]
+    others = [rust_readable(k[1]) for k in ends if k != (start, name, mod)]
+    if others:
+        out.append(f"  (also matched: {'; '.join(others[:5])})")
+    obj = object_for(results, mod)
+    if obj is None:
+        out.append("  no object kept for it: blocks by offset only")
+        out += [f"  +{off:#06x} {n:9.1f}" for off, n in sorted(blocks.items())]
+        return out
+    nm = subprocess.run(["nm", obj], capture_output=True, text=True).stdout
+    base = next((int(p[0], 16) for p in (line.split() for line in nm.splitlines())
+                 if len(p) == 3 and p[2] == name), None)
+    if base is None:
+        return f"{name} not in {obj}"
+    dis = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", f"--disassemble={name}", obj],
+                         capture_output=True, text=True).stdout
+    out.append(f"  per-operation instructions of each block that ran, at its first instruction ({obj}):")
+    last = None  # the offset of the last instruction shown
+    for line in dis.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+        if not m:
+            continue
+        off, text = int(m.group(1), 16) - base, m.group(2).strip()
+        if text.startswith("R_"):
+            # A relocation inside the instruction before it names its
+            # target; objdump lists the section's others too.
+            if last is not None and 0 < off - last < 16:
+                target = shown_symbol(text.split()[-1], 60)
+                out[-1] = re.sub(r"\s*<\+0x[0-9a-f]+>$", "", out[-1]) + f" -> {target}"
+            continue
+        # Jumps within the function by offset; other targets by name.
+        text = text.replace(f"<{name}+", "<+").replace(f"<{name}>", "<+0x0>")
+        text = re.sub(r"<([^>+]{40,})([^>]*)>", lambda t: f"<{shown_symbol(t[1], 40)}{t[2]}>", text)
+        mark = f"{blocks[off]:9.1f}" if off in blocks else " " * 9
+        out.append(f"  {mark}  +{off:#06x}  {text}")
+        last = off
+    return out
+
+
 def plots(results, stats, unavailable):
     """ratios.png, scaling-iops.png, scaling-throughput.png; False without matplotlib."""
     try:
@@ -784,6 +877,13 @@ def plots(results, stats, unavailable):
 
 
 def main():
+    if len(sys.argv) >= 4 and sys.argv[2] == "--annotate" and len(sys.argv) <= 6:
+        got = annotate(sys.argv[1], *sys.argv[3:])
+        if isinstance(got, str):
+            print(got, file=sys.stderr)
+            return 1
+        print("\n".join(got))
+        return 0
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
