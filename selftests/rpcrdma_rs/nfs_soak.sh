@@ -132,13 +132,6 @@ bad_replies() {
 	mount_xprt_lines "$1" | awk '{ n++; s += $22 } END { if (!n) exit 1; print s + 0 }'
 }
 
-# server_written MNT: bytes the mount has written to the server
-# (mountstats "bytes:", serverwritebytes).
-server_written() {
-	awk -v m="$1" '$1 == "device" { found = ($5 == m); next }
-		found && $1 == "bytes:" { print $7; exit }' /proc/self/mountstats
-}
-
 fio_jobfile() { # DIR
 	printf '%s\n' "[global]" "directory=$1" verify=crc32c verify_fatal=1 verify_state_save=0 \
 		runtime=480 \
