@@ -50,6 +50,11 @@ not_ok() {
 	local i
 	for ((i = 0; i < $1; i++)); do tap_not_ok "$2"; done
 }
+# unmount_left: what a failed case left mounted goes, forced if need be.
+unmount_left() {
+	mounted "$mnt" || return 0
+	timeout -s KILL 60 umount "$mnt" || umount -f -l "$mnt"
+}
 c_loaded() { TRANSPORT=c load_transport && TRANSPORT=c rdma_xprt_registered; }
 rs_loaded_again() { { [ -e /sys/module/rpcrdma_rs ] || load_transport; } && rdma_xprt_registered; }
 
@@ -57,7 +62,7 @@ tap_plan 13
 NFSIOSTAT_SHAPE=""
 mount_io_read rs
 rs_shape=$NFSIOSTAT_SHAPE NFSIOSTAT_SHAPE=""
-mounted "$mnt" && { timeout -s KILL 60 umount "$mnt" || umount -f -l "$mnt"; }
+unmount_left
 if ! tap_check "rpcrdma_rs unloaded" unload_transport; then
 	not_ok 6 "over rpcrdma (rpcrdma_rs still loaded)"
 elif ! tap_check "the kernel's rpcrdma loaded" c_loaded; then
@@ -66,7 +71,7 @@ else
 	mount_io_read c
 	tap_check "nfsiostat prints the same report for both, numbers aside" same_nfsiostat
 fi
-mounted "$mnt" && { timeout -s KILL 60 umount "$mnt" || umount -f -l "$mnt"; }
+unmount_left
 # Both are tried whatever failed before: the tests after this one need
 # rpcrdma_rs, and never the kernel's rpcrdma.
 if [ -e /sys/module/rpcrdma ]; then
