@@ -221,15 +221,34 @@ peer_start() {
 }
 
 # peer_stop: stops the peer and waits until it is gone (a zombie counts as
-# gone: the guest's init need not reap it at once).
+# gone: the guest's init need not reap it at once). Its state is read with
+# shell builtins: a process started per look takes a second or more under
+# emulation. One that SIGKILL does not end is stuck in the kernel.
 peer_stop() {
 	[ -s "$PEER_PID" ] || return 0
 	server_run "pid=\$(cat '$PEER_PID')
-		gone() { local s; s=\$(awk '{ print \$3 }' /proc/\$pid/stat 2>/dev/null) || return 0
-			[ -z \"\$s\" ] || [ \"\$s\" = Z ]; }
+		gone() { local l; { read -r l </proc/\$pid/stat; } 2>/dev/null || return 0
+			l=\${l##*) }; [ \"\${l%% *}\" = Z ]; }
 		kill \$pid 2>/dev/null
-		for i in \$(seq 50); do gone && exit 0; sleep 0.2; done
-		kill -9 \$pid; sleep 1; gone"
+		for i in \$(seq 25); do gone && exit 0; sleep 0.2; done
+		kill -9 \$pid 2>/dev/null
+		for i in \$(seq 15); do gone && exit 0; sleep 0.2; done
+		exit 1"
+}
+
+# peer_stacks: where each thread of the peer is (state, wait channel), for
+# the diagnosis of one that stopped answering; their kernel stacks go to
+# $LOG_DIR/peer-N.stacks. Sets $stacks.
+peer_stacks() {
+	stacks=
+	[ -s "$PEER_PID" ] || return 0
+	server_output stacks "pid=\$(cat '$PEER_PID')
+		for t in /proc/\$pid/task/*; do
+			{ read -r l <\$t/stat; } 2>/dev/null || continue
+			l=\${l##*) }
+			printf '%s:%s:%s ' \${t##*/} \${l%% *} \$(cat \$t/wchan)
+			{ echo \"== \$t \$(cat \$t/comm) \${l%% *}\"; cat \$t/stack; } >>'${PEER_LOG%.log}.stacks'
+		done"
 }
 
 # peer_alive: the peer's process is still there (asks the server guest).
@@ -306,7 +325,8 @@ peer_case() {
 peer_ready() {
 	wait_until 5 peer_has "^case name=$1 " && return 0
 	peer_last 3
-	tap_diag "$1: the peer did not take the case (its last lines: $last); starting a new one"
+	peer_stacks
+	tap_diag "$1: the peer did not take the case (its last lines: $last; its threads: $stacks); starting a new one"
 	peer_stop || tap_diag "$1: the old peer did not stop"
 	peer_start || return 1
 	peer_case "$1" "$2"
