@@ -156,7 +156,8 @@ pub(crate) enum Gate {
     Idle,
     /// Connected: work requests may be posted.
     Open,
-    /// Teardown started: nothing may be posted, and the QP may still
+    /// Teardown started: no send-queue work request may be posted (a
+    /// Receive may, until the QP is shut down), and the QP may still
     /// execute what was; only the drain ends that.
     Closing,
     /// The QP is drained and destroyed: nothing can reach memory.

@@ -64,8 +64,8 @@ type Pool = MrPool<EpShared, Deferred>;
 /// What [`EpShared::regs`] guards. Under one lock because sending, a
 /// reply and `buf_free` each need both, and take it once.
 struct Regs {
-    /// Whether work requests may be posted, and whether the QP can still
-    /// reach memory.
+    /// Whether send-queue work requests may be posted, and whether the QP
+    /// can still reach memory.
     gate: Gate,
     /// The memory regions and the RPCs holding them.
     pool: Pool,
@@ -186,9 +186,10 @@ impl FreeSends {
 }
 
 /// What the connection's handlers share: connection manager events, the
-/// gate that stops posting at teardown, the free Send buffers, the memory
-/// regions (and the replies waiting for their invalidation), credits. The
-/// posted Receives and Sends belong to the QP until they complete.
+/// gate that stops posting to the send queue at teardown, the free Send
+/// buffers, the memory regions (and the replies waiting for their
+/// invalidation), credits. The posted Receives and Sends belong to the QP
+/// until they complete.
 ///
 /// The gate and the regions share one lock (`regs`); replies are
 /// delivered outside it.
@@ -219,8 +220,8 @@ pub(crate) struct EpShared {
     /// The most credits this connection accepts: the transport's slot
     /// table size, or less if the device's queues are too short.
     pub(crate) max_requests: AtomicU32,
-    /// Whether work requests may be posted, and the memory regions with
-    /// the RPCs holding them.
+    /// Whether send-queue work requests may be posted, and the memory
+    /// regions with the RPCs holding them.
     #[pin]
     regs: SpinLock<Regs>,
     /// Signalled when an RPC lets go of its regions, for `buf_free`.
@@ -315,18 +316,13 @@ impl EpShared {
         false
     }
 
-    /// Posts a completed Receive again, while the connection is open; the
-    /// buffer is freed otherwise (teardown, or the post failed).
+    /// Posts a completed Receive again; the buffer is freed if that fails
+    /// (the QP is shut down, or its device refuses). Not under `regs`: the
+    /// QP's own posting lock is what keeps a post from following the
+    /// drain. A Receive posted between the gate's closing and the drain
+    /// completes, is flushed, or is freed with the QP, like every other.
     fn repost(&self, rep: Received<Self>) {
-        let regs = self.regs.lock();
-        if !matches!(regs.gate, Gate::Open) {
-            drop(regs);
-            drop(rep);
-            return;
-        }
-        let posted = rep.repost();
-        drop(regs);
-        if let Err((rep, _)) = posted {
+        if let Err((rep, _)) = rep.repost() {
             drop(rep);
             self.connection_lost(Loss::Post("Receive"));
         }
@@ -591,7 +587,10 @@ impl CmHandler for EpShared {
             // Armed here, before the connecting thread looks: a disconnect
             // right after ESTABLISHED must not go unreported.
             CmEventKind::Established => {
-                if matches!(self.regs.lock().gate, Gate::Open) {
+                // Under `regs`, as teardown clears it: a connection
+                // being torn down is never armed again.
+                let regs = self.regs.lock();
+                if matches!(regs.gate, Gate::Open) {
                     self.live.store(true, Ordering::Release);
                 }
             }
@@ -1143,14 +1142,21 @@ impl Endpoint {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         let shared = &self.shared;
+        // No Send, REG_MR or LOCAL_INV is posted from here on (Receives
+        // are, until `quiesce` shuts the QP, whose drain flushes them);
+        // regions stay held (and `buf_free` waits) until the drain below.
+        // Under the same lock as `Established` arms `live`: once closed,
+        // nothing reports a loss.
+        let was_live = {
+            let mut regs = shared.regs.lock();
+            regs.gate = Gate::Closing;
+            shared.live.swap(false, Ordering::AcqRel)
+        };
         // Closed on purpose: not a loss to report, but the end of the
         // connection all the same (unless a loss was reported before).
-        if shared.live.swap(false, Ordering::AcqRel) {
+        if was_live {
             trace::disconnect(&shared.xprt, fmt!("closed"));
         }
-        // Nothing is posted from here on; regions stay held (and
-        // `buf_free` waits) until the drain below.
-        shared.regs.lock().gate = Gate::Closing;
         let _ = self.id.disconnect();
         // Room for every record's action, allocated outside the lock.
         let records = shared.regs.lock().pool.records();
