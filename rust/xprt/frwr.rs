@@ -24,15 +24,21 @@
 //!   wake `buf_free`) is stored in its record, and handed out only by the
 //!   events above. Dropping it instead (at teardown) leaves the RPC to be
 //!   retransmitted, never failed.
-//! - Once a reply for an RPC with a record is accepted, the record says so
-//!   until `buf_free` or the drain: when the reply is handed out for
-//!   delivery, the record stays behind, holding no region, as the mark
-//!   that the RPC was answered ([`Phase::Answered`]). A duplicate reply
-//!   may have found and pinned the RPC before the delivery took it off
-//!   sunrpc's receive queue, and reach [`MrPool::answer`] only after the
-//!   delivery: it still finds the mark. sunrpc calls `buf_free` only once
-//!   the RPC is off that queue and no reply handler holds it pinned, so no
-//!   reply can look for the mark any more when `buf_free` removes it.
+//! - Once a reply for an RPC with a record is accepted, no other reply is
+//!   delivered for it. When a LOCAL_INV's completion hands the reply out
+//!   for delivery, the record stays behind until `buf_free` or the drain,
+//!   holding no region, as the mark that the RPC was answered
+//!   ([`Phase::Answered`]): a duplicate reply may have found and pinned
+//!   the RPC before the delivery took it off sunrpc's receive queue, and
+//!   reach [`MrPool::answer`] only after the delivery; it still finds the
+//!   mark. sunrpc calls `buf_free` only once the RPC is off that queue and
+//!   no reply handler holds it pinned, so no reply can look for the mark
+//!   any more when `buf_free` removes it. A reply that [`MrPool::answer`]
+//!   hands out at once needs no mark: its caller, the Receive handler,
+//!   completes the RPC before it looks up the RPC of the next reply.
+//! - How many records each bucket of XIDs has is counted where it can be
+//!   read without the pool's lock ([`Recorded`]): an RPC whose bucket is
+//!   empty holds nothing, and `buf_free` returns at once.
 //!
 //! This file knows nothing of the connection: the regions' completion
 //! handler `H` and the deferred action `P` are the caller's.
@@ -43,11 +49,13 @@ use crate::{
     rdma::{Mapped, Mr, MrHandler, Piece, RemoteInvalidation},
     sunrpc,
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     alloc::{KVVec, KVec},
     c_str,
     page::PAGE_SIZE,
     prelude::*,
+    sync::Arc,
 };
 
 /// Most segments in one chunk (C: `RPCRDMA_MAX_HDR_SEGS`).
@@ -56,6 +64,63 @@ pub(crate) const MAX_SEGS: usize = sunrpc::MAX_SEGS as usize;
 pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
 /// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
 const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
+
+/// Buckets of XIDs that [`Recorded`] counts records in.
+const RECORDED_BUCKETS: usize = 256;
+
+/// How many records a pool has for the XIDs of each bucket. The pool
+/// changes the counts under its lock, as it adds and removes records;
+/// anyone may read them without it.
+///
+/// # Invariants
+///
+/// Once the pool's lock is let go, the count of a bucket is the number of
+/// live records of the pool that share this `Recorded` whose XIDs fall in
+/// it. A record goes (and its count with it) only once none of its
+/// regions can be reached (`remove_record`).
+pub(crate) struct Recorded {
+    counts: KVec<AtomicU32>,
+}
+
+impl Recorded {
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let mut counts = KVec::with_capacity(RECORDED_BUCKETS, GFP_KERNEL)?;
+        for _ in 0..RECORDED_BUCKETS {
+            counts.push(AtomicU32::new(0), GFP_KERNEL)?;
+        }
+        Ok(Arc::new(Self { counts }, GFP_KERNEL)?)
+    }
+
+    fn bucket(&self, xid: u32) -> Option<&AtomicU32> {
+        // XIDs count up: a multiplicative hash spreads neighbours over
+        // the buckets, its top bits naming one.
+        let bucket = xid.wrapping_mul(0x9e37_79b9) >> 24;
+        self.counts.get(bucket as usize)
+    }
+
+    fn add(&self, xid: u32) {
+        if let Some(count) = self.bucket(xid) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn remove(&self, xid: u32) {
+        if let Some(count) = self.bucket(xid) {
+            // Release: whoever reads the count it leaves also sees the
+            // regions back on the free list (`Recorded::none`).
+            count.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// True if RPC `xid` has no record in the pool, so holds no region
+    /// (it would be counted in its bucket: the caller must have seen its
+    /// `register` happen, as `buf_free` has seen its RPC sent). False
+    /// says only that some RPC in its bucket has one.
+    pub(crate) fn none(&self, xid: u32) -> bool {
+        self.bucket(xid)
+            .is_some_and(|count| count.load(Ordering::Acquire) == 0)
+    }
+}
 
 /// One region an RPC holds; its segment, as advertised, is beside it in
 /// [`Record::segs`].
@@ -79,10 +144,12 @@ enum Phase {
     /// post failed, a LOCAL_INV was flushed, a region refused to be
     /// unmapped, or the connection is closing).
     Stranded,
-    /// The reply was handed out for delivery, and every region is back on
-    /// the free list: the record only marks the RPC answered, so that
-    /// another reply for it is a duplicate, until `buf_free`
-    /// ([`MrPool::forget_answered`]) or the drain removes it.
+    /// The reply was handed out for delivery (by a LOCAL_INV's completion:
+    /// [`MrPool::answer`] keeps no mark), and every region is back on the
+    /// free list: the record only marks the RPC answered, so that another
+    /// reply for it is a duplicate, until `buf_free`
+    /// ([`MrPool::forget_answered`]), a resend (`register`) or the drain
+    /// removes it.
     Answered,
 }
 
@@ -229,6 +296,9 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     index: XidIndex,
     /// Where `register` starts looking for a free slot.
     next_slot: usize,
+    /// The live records, counted by XID bucket; `None` for the empty
+    /// pool, which never has one.
+    recorded: Option<Arc<Recorded>>,
 }
 
 impl<H: MrHandler> Regions<H> {
@@ -399,13 +469,20 @@ impl<H: MrHandler, P> MrPool<H, P> {
             records: KVVec::new(),
             index: XidIndex::empty(),
             next_slot: 0,
+            recorded: None,
         }
     }
 
     /// A pool of `mrs` (whose indices must be `0..mrs.len()`), mapping
-    /// `depth` pages each, for at most `rpcs` RPCs at a time. Allocates
-    /// everything it will ever need.
-    pub(crate) fn new(mrs: KVec<Pin<KBox<Mr<H>>>>, depth: u32, rpcs: usize) -> Result<Self> {
+    /// `depth` pages each, for at most `rpcs` RPCs at a time, counting its
+    /// records in `recorded` (which counts none yet). Allocates everything
+    /// it will ever need.
+    pub(crate) fn new(
+        mrs: KVec<Pin<KBox<Mr<H>>>>,
+        depth: u32,
+        rpcs: usize,
+        recorded: Arc<Recorded>,
+    ) -> Result<Self> {
         let n = mrs.len();
         let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -440,6 +517,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             records,
             index,
             next_slot: 0,
+            recorded: Some(recorded),
         })
     }
 
@@ -495,6 +573,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
             self.index.remove(rec.xid);
             rec.live = false;
             rec.then = None;
+            if let Some(recorded) = &self.recorded {
+                recorded.remove(rec.xid);
+            }
         }
     }
 
@@ -569,14 +650,21 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // The index has room for every slot's XID (`XidIndex::new`) and
         // XIDs are unique (above): this cannot fail. Were it to, `find`
         // would miss the record and `buf_free` would not wait for its
-        // regions; say so loudly. (It is tried once, here: the record
-        // stays where it is until it is removed.)
+        // regions: the RPC fails instead, before anything is posted, and
+        // says so loudly.
         if !self.index.insert(xid, slot) {
             pr_err!(
-                "{}: record index full: RPC {:#010x} untracked\n",
+                "{}: record index full: RPC {:#010x} not sent\n",
                 self.regions.device_name(),
                 xid
             );
+            self.regions.unmap_all(rec);
+            rec.live = false;
+            return Err(ENOSPC);
+        }
+        // INVARIANT: counted while live; `remove_record` uncounts it.
+        if let Some(recorded) = &self.recorded {
+            recorded.add(xid);
         }
         Ok(slot)
     }
@@ -599,12 +687,19 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     /// Releases the record in `slot` whose REG_MRs were never posted.
-    pub(crate) fn forget_unposted(&mut self, slot: usize) {
-        if let Some(rec) = live_mut(&mut self.records, slot) {
-            // Never posted: the regions agree they are unreachable.
-            self.regions.unmap_all(rec);
-            self.remove_record(slot);
+    /// False if a region refused (it cannot: nothing was posted), which
+    /// strands the record until the drain; the caller resets the
+    /// connection.
+    pub(crate) fn forget_unposted(&mut self, slot: usize) -> bool {
+        let Some(rec) = live_mut(&mut self.records, slot) else {
+            return true;
+        };
+        if !self.regions.unmap_all(rec) {
+            rec.phase = Phase::Stranded;
+            return false;
         }
+        self.remove_record(slot);
+        true
     }
 
     /// A reply for RPC `xid` was accepted; `then` delivers it. Frees the
@@ -614,9 +709,10 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// post failed and the connection must be reset.
     ///
     /// An RPC without a record registered nothing on this connection, and
-    /// nothing here marks it answered: the caller must act on its
-    /// `Answer::Now` (complete the RPC, which takes it off sunrpc's receive
-    /// queue) before it looks up the RPC of another reply.
+    /// nothing here marks it answered; nor does anything stay of a record
+    /// whose regions are all unreachable at once. So the caller must act on
+    /// its `Answer::Now` (complete the RPC, which takes it off sunrpc's
+    /// receive queue) before it looks up the RPC of another reply.
     pub(crate) fn answer(
         &mut self,
         xid: u32,
@@ -660,6 +756,12 @@ impl<H: MrHandler, P> MrPool<H, P> {
             }
         }
         let (answer, posted, ok) = self.settle(slot, gate);
+        if matches!(answer, Answer::Now(_)) {
+            // No mark: the caller completes the RPC before it looks up
+            // another reply's (see above), and `buf_free` then finds
+            // nothing to wait for without the lock.
+            self.forget_if_answered(slot);
+        }
         (answer, posted, invalidated, ok)
     }
 

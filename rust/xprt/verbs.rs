@@ -13,7 +13,7 @@
 
 use super::{
     connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
-    frwr::{Answer, Gate, Invalidated, MrPool, MAX_DATA_PAGES, MAX_SEGS},
+    frwr::{Answer, Gate, Invalidated, MrPool, Recorded, MAX_DATA_PAGES, MAX_SEGS},
     marshal::{self, Incoming, Outcome},
     stats::Stats,
 };
@@ -224,13 +224,20 @@ pub(crate) struct EpShared {
     /// regions with the RPCs holding them.
     #[pin]
     regs: SpinLock<Regs>,
+    /// The pool's records by XID bucket, read without `regs`.
+    recorded: Arc<Recorded>,
     /// Signalled when an RPC lets go of its regions, for `buf_free`.
     #[pin]
     released: CondVar,
 }
 
 impl EpShared {
-    fn new(xprt: Xprt, stats: Arc<Stats>, after_fault: bool) -> impl PinInit<Self> {
+    fn new(
+        xprt: Xprt,
+        stats: Arc<Stats>,
+        after_fault: bool,
+        recorded: Arc<Recorded>,
+    ) -> impl PinInit<Self> {
         let max_requests = xprt.max_reqs();
         pin_init!(Self {
             events <- ConnEvents::new(),
@@ -248,6 +255,7 @@ impl EpShared {
                 pool: MrPool::empty(),
             }),
             released <- new_condvar!(),
+            recorded,
         })
     }
 
@@ -258,6 +266,13 @@ impl EpShared {
     /// mark that it was answered goes (no reply can find the RPC any
     /// more). Sleeps.
     pub(crate) fn release_rpc_sync(&self, xid: u32) {
+        // Most often the reply came, the server invalidated what the RPC
+        // held, and its record went with the reply: nothing to take the
+        // lock for, which the sender and the Receive handler want.
+        if self.recorded.none(xid) {
+            self.xprt.write_space();
+            return;
+        }
         let (held, posted, ok) = {
             let mut regs = self.regs.lock();
             let Regs { gate, pool } = &mut *regs;
@@ -840,7 +855,11 @@ impl Endpoint {
         after_fault: bool,
         attempt: &mut Attempt,
     ) -> Result<Self> {
-        let shared = Arc::pin_init(EpShared::new(xprt, stats.clone(), after_fault), GFP_KERNEL)?;
+        let recorded = Recorded::new()?;
+        let shared = Arc::pin_init(
+            EpShared::new(xprt, stats.clone(), after_fault, recorded.clone()),
+            GFP_KERNEL,
+        )?;
         let mut id = CmId::new_in(shared.clone(), xprt.net())?;
         let dst = xprt.addr()?;
 
@@ -908,9 +927,10 @@ impl Endpoint {
             mrs.push(Mr::new(&qp, sizes.depth, i, ep.shared.clone())?, GFP_KERNEL)?;
         }
         // A record for every RPC the slot table can hold, not only those
-        // the credits let fly: an answered RPC keeps its record until
-        // `buf_free`, after its credit went to another.
-        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?)?;
+        // the credits let fly: an answered RPC may keep its record (as the
+        // mark that it was) until `buf_free`, after its credit went to
+        // another.
+        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?, recorded)?;
         {
             let mut regs = ep.shared.regs.lock();
             regs.pool = pool;
@@ -1088,10 +1108,13 @@ impl Endpoint {
         let filled = match filled {
             Ok(len) => len,
             Err(e) => {
-                if let Some(rec) = rec {
-                    pool.forget_unposted(rec);
-                }
+                let forgotten = rec.map_or(true, |rec| pool.forget_unposted(rec));
                 stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
+                if !forgotten {
+                    // Stranded until the drain: `buf_free` waits for it.
+                    drop(regs);
+                    shared.connection_lost(Loss::Invalidate);
+                }
                 return Err(e);
             }
         };
