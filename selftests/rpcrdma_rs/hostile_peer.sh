@@ -58,6 +58,8 @@ LOG_DIR=$RUN_DIR/hostile_peer
 CLIENT_LOG=$LOG_DIR/client.log
 # What the peer's next connection runs: "NAME ARGS..." (its --fault-file).
 CASE_FILE=$LOG_DIR/case
+# The case file's length, whatever its line (peer_case).
+CASE_BYTES=512
 MNT=/mnt/hostile-peer
 SCRATCH=/run/hostile-peer
 # Soft, with a 3 s timeout and one retransmission: a silent server costs at
@@ -314,8 +316,18 @@ peer_case() {
 	peer_read
 	peer_mark=$((peer_mark + ${#peer_lines[@]}))
 	# A new file renamed into place: rewritten in place, the peer's
-	# guest could read the new length over the old contents (9p).
-	printf '%s %s\n' "$1" "$args" >"$CASE_FILE.new" && mv -f "$CASE_FILE.new" "$CASE_FILE"
+	# guest could read the new length over the old contents (9p). Every
+	# version is CASE_BYTES long, the line padded with spaces: the peer's
+	# guest may take the length from one version and open the next (9p
+	# opens by path), and a read that finds fewer bytes than that length
+	# says retries for ever in the kernel (netfs in 6.12), which SIGKILL
+	# does not end and which keeps the server guest's vCPU busy.
+	local line
+	printf -v line '%s %s' "$1" "$args"
+	if [ "${#line}" -ge "$CASE_BYTES" ]; then
+		tap_diag "$1: the case line is longer than $CASE_BYTES bytes"
+	fi
+	printf "%-$((CASE_BYTES - 1))s\n" "$line" >"$CASE_FILE.new" && mv -f "$CASE_FILE.new" "$CASE_FILE"
 }
 
 # peer_ready NAME ARGS: the peer has taken case NAME (it reads the case
