@@ -17,6 +17,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "rpcrdma_rs_helpers.h"
+#include "rpcrdma_rs_params.h"
 
 static int rpcrdma_rs_show_seq(struct seq_file *m, void *unused)
 {
@@ -185,25 +186,6 @@ int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 	return ib_post_recv(qp, &wr, NULL);
 }
 
-/*
- * ib_post_send() is a static inline; one Send of one buffer.  Unless
- * @signaled, @cqe sees it only if it fails or is flushed.
- */
-int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey, bool signaled)
-{
-	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
-	struct ib_send_wr wr = {
-		.wr_cqe = cqe,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IB_WR_SEND,
-		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
-	};
-
-	return ib_post_send(qp, &wr, NULL);
-}
-
 /* FRWR: ib_alloc_mr() and ib_dereg_mr() are static inlines or macros. */
 
 void rpcrdma_rs_frwr_attrs(const struct ib_device *device,
@@ -302,11 +284,14 @@ void rpcrdma_rs_mr_unmap(struct ib_device *device, struct scatterlist *sg,
 						 DMA_TO_DEVICE);
 }
 
-/* Posts an unsignaled IB_WR_REG_MR; @cqe sees it only if it is flushed. */
-int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
-			   struct ib_cqe *cqe)
+/*
+ * Fills @wr, a region's own work request, as an unsignaled IB_WR_REG_MR of
+ * @mr with its current key; @cqe sees it only if it fails or is flushed.
+ */
+void rpcrdma_rs_prep_reg_wr(struct ib_reg_wr *wr, struct ib_mr *mr,
+			    bool writing, struct ib_cqe *cqe)
 {
-	struct ib_reg_wr wr = {
+	*wr = (struct ib_reg_wr){
 		.wr = {
 			.opcode = IB_WR_REG_MR,
 			.wr_cqe = cqe,
@@ -317,8 +302,80 @@ int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
 			  IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
 			  IB_ACCESS_REMOTE_READ,
 	};
+}
 
-	return ib_post_send(qp, &wr.wr, NULL);
+/*
+ * One ib_post_send() of the @nregs prepared REG_MRs @regs, in order, and
+ * then a Send of one buffer (@nregs may be 0), as the C transport's
+ * frwr_send() chains them.  Unless @signaled, @cqe sees the Send only if
+ * it fails or is flushed.  A device may take a prefix of a chain:
+ * *@taken says how many work requests it may have taken, the REG_MRs
+ * first (@nregs + 1 when it took them all, as whenever this returns 0).
+ */
+int rpcrdma_rs_post_chain(struct ib_qp *qp, struct ib_reg_wr *const *regs,
+			  u32 nregs, struct ib_cqe *cqe, u64 addr, u32 len,
+			  u32 lkey, bool signaled, u32 *taken)
+{
+	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ib_send_wr send = {
+		.wr_cqe = cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
+	};
+	const struct ib_send_wr *bad = NULL;
+	u32 i;
+	int rc;
+
+	for (i = 0; i < nregs; i++)
+		regs[i]->wr.next = i + 1 < nregs ? &regs[i + 1]->wr : &send;
+#ifdef RPCRDMA_RS_TEST_HOOKS
+	/*
+	 * The test hook: the device takes only the first k work requests of
+	 * the chain, k from 0 to @nregs, and says the next one failed.
+	 */
+	if (nregs) {
+		int k = rpcrdma_rs_param_chain_cut(nregs);
+
+		if (k >= 0) {
+			rc = 0;
+			if (k > 0) {
+				regs[k - 1]->wr.next = NULL;
+				rc = ib_post_send(qp, &regs[0]->wr, &bad);
+			}
+			if (!rc) {
+				bad = k < nregs ? &regs[k]->wr : &send;
+				rc = -EIO;
+			}
+			goto out;
+		}
+	}
+#endif
+	rc = ib_post_send(qp, nregs ? &regs[0]->wr : &send, &bad);
+	if (!rc) {
+		*taken = nregs + 1;
+		return 0;
+	}
+#ifdef RPCRDMA_RS_TEST_HOOKS
+out:
+#endif
+	/*
+	 * What came before @bad was taken.  A @bad that is none of the chain
+	 * says nothing (siw returns an error after queueing the whole chain
+	 * when it cannot start sending it, leaving @bad NULL): count the whole
+	 * chain as taken.  Its completions, or the QP's end, then hand back
+	 * what it holds; taking a request that was not taken for one that was
+	 * only keeps memory mapped longer.
+	 */
+	if (bad == &send) {
+		*taken = nregs;
+		return rc;
+	}
+	for (i = 0; i < nregs && bad != &regs[i]->wr; i++)
+		;
+	*taken = i < nregs ? i : nregs + 1;
+	return rc;
 }
 
 int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,

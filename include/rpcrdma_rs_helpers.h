@@ -76,8 +76,6 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
 				    size_t len, bool to_device);
 int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
 			 u32 len, u32 lkey);
-int rpcrdma_rs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey, bool signaled);
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);
@@ -109,6 +107,7 @@ struct rpcrdma_rs_stats {
 
 /* FRWR memory registration. */
 struct ib_mr;
+struct ib_reg_wr;
 struct page;
 struct scatterlist;
 
@@ -151,8 +150,11 @@ int rpcrdma_rs_mr_map(struct ib_device *device, struct ib_mr *mr,
 		      bool writing, u32 xid, struct rpcrdma_rs_mr_seg *seg);
 void rpcrdma_rs_mr_unmap(struct ib_device *device, struct scatterlist *sg,
 			 u32 n, bool writing);
-int rpcrdma_rs_post_reg_mr(struct ib_qp *qp, struct ib_mr *mr, bool writing,
-			   struct ib_cqe *cqe);
+void rpcrdma_rs_prep_reg_wr(struct ib_reg_wr *wr, struct ib_mr *mr,
+			    bool writing, struct ib_cqe *cqe);
+int rpcrdma_rs_post_chain(struct ib_qp *qp, struct ib_reg_wr *const *regs,
+			  u32 nregs, struct ib_cqe *cqe, u64 addr, u32 len,
+			  u32 lkey, bool signaled, u32 *taken);
 int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
 			      bool signaled);
 struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp);

@@ -10,6 +10,7 @@
  * rdma_memreg_strategy has no counterpart: FRWR is the only strategy in
  * 6.12, and the C sysctl changes nothing.
  */
+#include <linux/atomic.h>
 #include <linux/compiler.h>
 #include <linux/moduleparam.h>
 #include <linux/sunrpc/xprtrdma.h>
@@ -92,5 +93,34 @@ MODULE_PARM_DESC(ignore_peer_private,
 bool rpcrdma_rs_param_ignore_peer_private(void)
 {
 	return READ_ONCE(rpcrdma_rs_ignore_peer_private);
+}
+
+/*
+ * A test hook: every chain_cut_every-th chained post of REG_MRs and a
+ * Send is cut, as a device that takes only part of a chain; chain_cuts
+ * counts the cuts.  The cuts keep the first 0, 1, ... of the chain's work
+ * requests in turn, so that every way a chain can be cut comes up.
+ */
+static unsigned int rpcrdma_rs_chain_cut_every;
+module_param_named(chain_cut_every, rpcrdma_rs_chain_cut_every, uint, 0644);
+MODULE_PARM_DESC(chain_cut_every,
+		 "Test hook: cut every Nth chained post of REG_MRs and a Send partway (default 0: never)");
+static atomic_t rpcrdma_rs_chain_posts = ATOMIC_INIT(0);
+static atomic_t rpcrdma_rs_chain_cut_count = ATOMIC_INIT(0);
+static unsigned int rpcrdma_rs_chain_cuts;
+module_param_named(chain_cuts, rpcrdma_rs_chain_cuts, uint, 0444);
+MODULE_PARM_DESC(chain_cuts, "Test hook: chained posts cut so far");
+
+int rpcrdma_rs_param_chain_cut(u32 nregs)
+{
+	unsigned int every = READ_ONCE(rpcrdma_rs_chain_cut_every);
+	unsigned int cut;
+
+	if (!every ||
+	    (unsigned int)atomic_inc_return(&rpcrdma_rs_chain_posts) % every)
+		return -1;
+	cut = atomic_inc_return(&rpcrdma_rs_chain_cut_count);
+	WRITE_ONCE(rpcrdma_rs_chain_cuts, cut);
+	return (cut - 1) % (nregs + 1);
 }
 #endif

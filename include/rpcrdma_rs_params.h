@@ -16,6 +16,7 @@ unsigned int rpcrdma_rs_param_max_inline_write(void);
 unsigned int rpcrdma_rs_param_slot_table_entries(void);
 #ifdef RPCRDMA_RS_TEST_HOOKS
 bool rpcrdma_rs_param_ignore_peer_private(void);
+int rpcrdma_rs_param_chain_cut(u32 nregs);
 #endif
 
 #endif /* RPCRDMA_RS_PARAMS_H */

@@ -15,7 +15,7 @@
 //! is unmapped before the QP's device goes, and is posted only on the QP
 //! whose device it is mapped for.
 
-use super::qp::{Posting, Qp, RemoteInvalidation, SendWr};
+use super::qp::{Posting, Qp, RemoteInvalidation, SendWr, Taken};
 use crate::{bindings, errno};
 use core::{any::TypeId, cell::Cell, ptr::NonNull};
 use kernel::{alloc::KVec, error::to_result, prelude::*, sync::Arc, types::Opaque};
@@ -289,13 +289,10 @@ impl<H: CompletionHandler> Buf<H> {
         )?)
     }
 
-    /// Posts `buf` on its QP: as a Send of its filled bytes, `signaled`
-    /// or not, or as a Receive of all of it (`signaled` does not apply).
-    /// On error the buffer comes back, not posted.
-    fn post(buf: Owned<H>, signaled: bool) -> Result<(), (Owned<H>, Error)> {
-        let to_device = buf.to_device;
-        let len = if to_device { buf.filled } else { buf.len };
-        let Ok(len) = u32::try_from(len) else {
+    /// Posts `buf` as a Receive of all of it on its QP. On error the
+    /// buffer comes back, not posted.
+    fn post_recv(buf: Owned<H>) -> Result<(), (Owned<H>, Error)> {
+        let Ok(len) = u32::try_from(buf.len) else {
             return Err((buf, EINVAL));
         };
         let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
@@ -307,38 +304,14 @@ impl<H: CompletionHandler> Buf<H> {
         let header = raw.cast::<BufHeader>();
         let posted = qp.posting(|post: &mut Posting| {
             let h = NonNull::new(header).ok_or(EINVAL)?;
-            if to_device {
-                // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which
-                // we own and give to the list.
-                unsafe { post.link_send(h, TypeId::of::<H>(), signaled)? };
-            } else {
-                // SAFETY: As above.
-                unsafe { post.link_recv(h) };
-            }
+            // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which we
+            // own and give to the list.
+            unsafe { post.link_recv(h) };
             // SAFETY: Only the header's `cqe` field is borrowed.
             let cqe = unsafe { (*header).cqe.get() };
-            let result = if to_device {
-                // SAFETY: The buffer is owned by one of the QP's lists until
-                // its completion (or a later signaled Send's) hands it back,
-                // or until the QP is destroyed.
-                unsafe {
-                    post.post_send(SendWr::Send {
-                        cqe,
-                        addr,
-                        len,
-                        lkey,
-                        signaled,
-                    })
-                }
-                .map(|seq| {
-                    // SAFETY: The list owns `h`, and this lock is held; the
-                    // number is read only under it.
-                    unsafe { BufHeader::set_sq_seq(h, seq) };
-                })
-            } else {
-                // SAFETY: As above.
-                unsafe { post.post_recv(cqe, addr, len, lkey) }
-            };
+            // SAFETY: The buffer is owned by the in-flight list until its
+            // completion hands it back, or until the QP is destroyed.
+            let result = unsafe { post.post_recv(cqe, addr, len, lkey) };
             if result.is_err() {
                 // SAFETY: Linked above, and not posted.
                 unsafe { post.unlink(h) };
@@ -349,6 +322,80 @@ impl<H: CompletionHandler> Buf<H> {
             // SAFETY: Not posted, and out of the list (or never in it): ours
             // again, the same pinned box.
             (unsafe { Pin::new_unchecked(KBox::from_raw(raw)) }, e)
+        })
+    }
+
+    /// Posts `buf` as a Send of its filled bytes, `signaled` or not, on its
+    /// QP, through `send`, which is given the posting state, under its
+    /// lock, and the Send, its buffer already in the QP's lists, and says
+    /// what the QP took. On error the buffer comes back, unless the QP may
+    /// have taken the Send: then it is the QP's, as after a success.
+    ///
+    /// # Safety
+    ///
+    /// `send` posts the Send it is given at most once, as
+    /// [`Posting::post_chain`] would, and says the QP took it
+    /// ([`Taken::send`]) whenever it may have.
+    unsafe fn post_send(
+        buf: Owned<H>,
+        signaled: bool,
+        send: impl FnOnce(&mut Posting, SendWr) -> Taken,
+    ) -> Result<(), (Option<Owned<H>>, Error)> {
+        let Ok(len) = u32::try_from(buf.filled) else {
+            return Err((Some(buf), EINVAL));
+        };
+        let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
+        let qp = buf.qp.clone();
+        // SAFETY: Nothing moves out of the allocation: its ownership passes
+        // to the QP's list, and comes back as the same pinned box.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
+        // CAST: the header is the first field of the `#[repr(C)]` `Buf`.
+        let header = raw.cast::<BufHeader>();
+        // Whether the QP may hold the buffer, and what it said.
+        let mut held = false;
+        let posted = qp.posting(|post: &mut Posting| {
+            let h = NonNull::new(header).ok_or(EINVAL)?;
+            // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which we
+            // own and give to the list.
+            unsafe { post.link_send(h, TypeId::of::<H>(), signaled)? };
+            // SAFETY: Only the header's `cqe` field is borrowed.
+            let cqe = unsafe { (*header).cqe.get() };
+            // The buffer is owned by one of the QP's lists until its
+            // completion (or a later signaled Send's) hands it back, or
+            // until the QP is destroyed: what `send` needs to post it.
+            let taken = send(
+                post,
+                SendWr {
+                    cqe,
+                    addr,
+                    len,
+                    lkey,
+                    signaled,
+                },
+            );
+            match taken.send {
+                Some(seq) => {
+                    // SAFETY: The list owns `h`, and this lock is held; the
+                    // number is read only under it.
+                    unsafe { BufHeader::set_sq_seq(h, seq) };
+                    held = true;
+                }
+                // SAFETY: Linked above, and not posted.
+                None => unsafe { post.unlink(h) },
+            }
+            match taken.result {
+                Ok(()) if !held => Err(EINVAL),
+                result => result,
+            }
+        });
+        posted.map_err(|e| {
+            // Taken, for all the error says: the QP's list owns it.
+            let buf = (!held).then(|| {
+                // SAFETY: Not posted, and out of the list (or never in it):
+                // ours again, the same pinned box.
+                unsafe { Pin::new_unchecked(KBox::from_raw(raw)) }
+            });
+            (buf, e)
         })
     }
 }
@@ -419,9 +466,39 @@ impl<H: CompletionHandler> SendBuf<H> {
     /// ([`CompletionHandler::sent_batch`]), if neither comes it is freed
     /// with the QP. It comes back here with the error if it could not be
     /// posted: the QP is not open, its queue is full, or an earlier Send
-    /// buffer of the QP had another handler type (`EINVAL`).
-    pub(crate) fn post(self, signaled: bool) -> Result<(), (Self, Error)> {
-        Buf::post(self.0, signaled).map_err(|(buf, e)| (Self(buf), e))
+    /// buffer of the QP had another handler type (`EINVAL`). A device may
+    /// report an error for a Send it took: then the error comes without
+    /// the buffer, which is the QP's.
+    pub(crate) fn post(self, signaled: bool) -> Result<(), (Option<Self>, Error)> {
+        let send = |post: &mut Posting, wr: SendWr| {
+            // SAFETY: The Send's buffer is in the QP's lists (`post_send`),
+            // which own it until its completion hands it back or the QP is
+            // destroyed; there are no REG_MRs.
+            unsafe { post.post_chain(&[], wr) }
+        };
+        // SAFETY: `send` posts the Send it is given once, and says what the
+        // QP took.
+        unsafe { self.post_with(signaled, send) }
+    }
+
+    /// [`SendBuf::post`], the Send posted by `send` (see
+    /// [`Buf::post_send`]).
+    ///
+    /// # Safety
+    ///
+    /// As for `Buf::post_send`.
+    pub(super) unsafe fn post_with(
+        self,
+        signaled: bool,
+        send: impl FnOnce(&mut Posting, SendWr) -> Taken,
+    ) -> Result<(), (Option<Self>, Error)> {
+        // SAFETY: By the function's contract.
+        unsafe { Buf::post_send(self.0, signaled, send) }.map_err(|(buf, e)| (buf.map(Self), e))
+    }
+
+    /// The identity of the buffer's QP ([`Qp::uid`]).
+    pub(super) fn qp_uid(&self) -> u64 {
+        self.0.qp.uid()
     }
 }
 
@@ -439,7 +516,7 @@ impl<H: CompletionHandler> RecvBuf<H> {
     /// handler's [`CompletionHandler::received`], or here with the error if
     /// it could not be posted.
     pub(crate) fn post(self) -> Result<(), (Self, Error)> {
-        Buf::post(self.0, true).map_err(|(buf, e)| (Self(buf), e))
+        Buf::post_recv(self.0).map_err(|(buf, e)| (Self(buf), e))
     }
 }
 
@@ -525,7 +602,7 @@ impl<H: CompletionHandler> Received<H> {
     /// error it comes back unchanged.
     pub(crate) fn repost(self) -> Result<(), (Self, Error)> {
         let (len, remote) = (self.len, self.remote);
-        Buf::post(self.buf, true).map_err(|(buf, e)| {
+        Buf::post_recv(self.buf).map_err(|(buf, e)| {
             // INVARIANT: not posted; the bytes are as they were.
             (Self { buf, len, remote }, e)
         })

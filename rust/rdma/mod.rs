@@ -34,7 +34,7 @@ pub(crate) use buffer::{Completion, CompletionHandler, Received, RecvBuf, SendBu
 pub(crate) use client::{Client, Registration};
 pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, NetNs, SockAddr};
 pub(crate) use device::Device;
-pub(crate) use mr::{FrwrAttrs, Mapped, Mr, MrHandler};
+pub(crate) use mr::{FrwrAttrs, Mapped, Mr, MrHandler, RegChain, MAX_CHAIN};
 pub(crate) use piece::{Piece, Pieces};
 pub(crate) use qp::{QpCaps, RemoteInvalidation};
 

@@ -9,10 +9,24 @@
 //! was ever posted shuts its QP down first.
 //!
 //! A mapping is a typestate: [`Mr::map`] returns a [`Mapped`] token, which
-//! [`Mr::post_reg`] and [`Mr::post_local_inv`] borrow and [`Mr::unmap`]
+//! [`Mr::prepare_reg`] and [`Mr::post_local_inv`] borrow and [`Mr::unmap`]
 //! consumes. The region keeps track of what the device may still do with
 //! the mapping, and [`Mr::unmap`] hands the token back while the peer may
-//! still reach the memory. A mapping is undone only when
+//! still reach the memory.
+//!
+//! A REG_MR is posted chained ahead of a Send, in one post, as the C
+//! transport's `frwr_send` does: [`Mr::prepare_reg`] fills the region's own
+//! work request and hands out a [`PendingReg`], and
+//! [`SendBuf::post_chained`](super::SendBuf::post_chained) posts the
+//! regions of its `PendingReg`s and the Send together. While a `PendingReg`
+//! is out the REG_MR counts as posted for [`Mr::unmap`] (it may be), and
+//! as not posted for everything that needs it posted. The chained post
+//! marks each region posted or not under the QP's posting lock, before it
+//! lets the lock go; a reader that finds a post under way waits for that
+//! lock ([`Mr::reg_settled`]), so a Receive that answers the Send never
+//! finds its regions still pending.
+//!
+//! A mapping is undone only when
 //!
 //! - its REG_MR was never posted;
 //! - a LOCAL_INV of it completed: its own signaled completion arrived, or
@@ -28,12 +42,15 @@
 //! reach memory after it is handed back.
 
 use super::{
-    buffer::Completion,
-    qp::{Qp, RemoteInvalidation, SendWr},
+    buffer::{Completion, CompletionHandler, SendBuf},
+    qp::{Posting, Qp, RemoteInvalidation, SendWr},
     CmHandler, CmId, Piece,
 };
-use crate::{bindings, proto::header::Segment};
-use core::ptr::NonNull;
+use crate::{bindings, errno, proto::header::Segment};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicU64, Ordering},
+};
 use kernel::{
     error::to_result,
     new_spinlock,
@@ -95,6 +112,96 @@ impl Mapped {
     }
 }
 
+/// The most REG_MRs one chained post takes, before its Send.
+pub(crate) const MAX_CHAIN: usize = 2 * bindings::RPCRDMA_RS_MAX_SEGS as usize;
+
+/// A REG_MR prepared by [`Mr::prepare_reg`], for
+/// [`SendBuf::post_chained`](super::SendBuf::post_chained) to post. Not
+/// `Clone`: one holder.
+///
+/// # Invariants
+///
+/// Only `prepare_reg` makes one, for the region whose `uid` is `mr` and
+/// whose owner's index is `index`, whose REG_MR is then [`Reg::Pending`]
+/// with its work request filled in; it stays so until the chained post
+/// that consumes this value marks it. Dropped unposted, it leaves the
+/// region pending, so mapped, until its QP is destroyed.
+#[must_use]
+pub(crate) struct PendingReg {
+    mr: u64,
+    index: u32,
+}
+
+/// The REG_MRs of one Call, prepared for its chained post, in order:
+/// room for [`MAX_CHAIN`], allocated once, so that filling it under a
+/// spinlock never allocates.
+pub(crate) struct RegChain(KVec<PendingReg>);
+
+// `RegChain::clear` forgets them.
+const _: () = assert!(!core::mem::needs_drop::<PendingReg>());
+
+impl RegChain {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(KVec::with_capacity(MAX_CHAIN, GFP_KERNEL)?))
+    }
+
+    /// Appends `reg`; `EMSGSIZE` once it holds [`MAX_CHAIN`].
+    pub(crate) fn push(&mut self, reg: PendingReg) -> Result {
+        if self.0.len() >= MAX_CHAIN {
+            return Err(errno::emsgsize());
+        }
+        // Within the capacity: no allocation.
+        Ok(self.0.push(reg, GFP_ATOMIC)?)
+    }
+
+    /// Empties it. A REG_MR not posted stays pending: its region stays
+    /// mapped until its QP is destroyed.
+    pub(crate) fn clear(&mut self) {
+        // SAFETY: A length of zero is within the capacity and initializes
+        // nothing; `PendingReg` has no drop glue (asserted above).
+        unsafe { self.0.set_len(0) };
+    }
+
+    fn as_slice(&self) -> &[PendingReg] {
+        self.0.as_slice()
+    }
+}
+
+/// Where the REG_MR of a region's current mapping is, kept in
+/// [`Mr::reg`] as one word so that a chained post can mark it under the
+/// QP's posting lock without taking the region's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reg {
+    /// Not posted (or nothing is mapped).
+    No,
+    /// A [`PendingReg`] is out: posted or not, only its post knows.
+    Pending,
+    /// Posted, when the QP had delivered this many Receive completions.
+    Posted(u64),
+}
+
+impl Reg {
+    const NO: u64 = u64::MAX;
+    const PENDING: u64 = u64::MAX - 1;
+
+    fn from_word(word: u64) -> Self {
+        match word {
+            Self::NO => Self::No,
+            Self::PENDING => Self::Pending,
+            mark => Self::Posted(mark),
+        }
+    }
+
+    fn word(self) -> u64 {
+        match self {
+            Self::No => Self::NO,
+            Self::Pending => Self::PENDING,
+            // A count of Receives does not reach either sentinel.
+            Self::Posted(mark) => mark.min(Self::PENDING - 1),
+        }
+    }
+}
+
 /// What a region's current mapping may still let the device do.
 #[derive(Clone, Copy)]
 struct Mapping {
@@ -102,9 +209,6 @@ struct Mapping {
     nents: u32,
     writing: bool,
     rkey: u32,
-    /// The REG_MR is posted; how many Receive completions the QP had
-    /// delivered by then.
-    reg: Option<u64>,
     /// The send-queue sequence number of the last LOCAL_INV posted.
     inv: Option<u64>,
     /// The peer invalidated this registration.
@@ -140,6 +244,11 @@ impl MrState {
 /// `state.mapping` is set, `sg` holds its `nents` entries, DMA-mapped for
 /// the device of `qp` in its direction. `reg_cqe` and `inv_cqe` call
 /// [`reg_done::<H>`] and [`inv_done::<H>`]. `uid` is no other region's.
+/// `reg` holds a [`Reg`] word about the current mapping (`Reg::No` when
+/// there is none); it leaves `Reg::Pending` only by the chained post of
+/// the region's [`PendingReg`], which writes it under the QP's posting
+/// lock if it posted anything, and after the post otherwise; `reg_wr` is
+/// written only by `prepare_reg` and that post.
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Mr<H: MrHandler> {
@@ -147,6 +256,10 @@ pub(crate) struct Mr<H: MrHandler> {
     reg_cqe: Opaque<bindings::ib_cqe>,
     #[pin]
     inv_cqe: Opaque<bindings::ib_cqe>,
+    /// The region's REG_MR work request, filled by `prepare_reg`.
+    #[pin]
+    reg_wr: Opaque<bindings::ib_reg_wr>,
+    reg: AtomicU64,
     raw: NonNull<bindings::ib_mr>,
     sg: NonNull<bindings::scatterlist>,
     depth: u32,
@@ -196,6 +309,8 @@ impl<H: MrHandler> Mr<H> {
                     // SAFETY: `slot` is valid for writes.
                     unsafe { slot.write(bindings::ib_cqe { done: Some(inv_done::<H>) }) };
                 }),
+                reg_wr: Opaque::uninit(),
+                reg: AtomicU64::new(Reg::NO),
                 raw,
                 sg,
                 depth,
@@ -241,7 +356,8 @@ impl<H: MrHandler> Mr<H> {
             return Err(EINVAL);
         }
         let mut state = self.state.lock();
-        if state.mapping.is_some() {
+        // A pending REG_MR outlives its mapping only on a destroyed QP.
+        if state.mapping.is_some() || self.reg() != Reg::No {
             return Err(EBUSY);
         }
         let mut seg = bindings::rpcrdma_rs_mr_seg::default();
@@ -271,7 +387,6 @@ impl<H: MrHandler> Mr<H> {
             nents: n,
             writing,
             rkey: seg.handle,
-            reg: None,
             inv: None,
             remote: false,
         });
@@ -286,36 +401,64 @@ impl<H: MrHandler> Mr<H> {
         })
     }
 
-    /// Posts the unsignaled REG_MR that makes the mapping reachable by the
-    /// peer, on the region's QP. Once per mapping, and never after a
+    /// Where the current mapping's REG_MR is; read under the region's
+    /// lock, or by the region's pending post.
+    fn reg(&self) -> Reg {
+        Reg::from_word(self.reg.load(Ordering::Acquire))
+    }
+
+    /// [`Mr::reg`], after any chained post under way has let the QP's
+    /// posting lock go: it marks what it posted before it does, so
+    /// `Pending` then means not posted yet. Takes that lock, so the
+    /// region's may be held, not the QP's.
+    fn reg_settled(&self) -> Reg {
+        match self.reg() {
+            Reg::Pending => {
+                self.qp.settle_posts();
+                self.reg()
+            }
+            reg => reg,
+        }
+    }
+
+    /// Prepares the unsignaled REG_MR that makes the mapping reachable by
+    /// the peer, for [`SendBuf::post_chained`](super::SendBuf::post_chained)
+    /// to post on the region's QP. Once per mapping, and never after a
     /// LOCAL_INV of it (`EBUSY`): a key registered after its invalidation
     /// would stay reachable while `unmap` took the LOCAL_INV as proof that
-    /// it is not. `EINVAL` if `m` is not the region's current mapping;
-    /// `ENOTCONN` if the QP is not open.
-    pub(crate) fn post_reg(&self, m: &Mapped) -> Result {
+    /// it is not. `EINVAL` if `m` is not the region's current mapping.
+    pub(crate) fn prepare_reg(&self, m: &Mapped) -> Result<PendingReg> {
         let mut state = self.state.lock();
         let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
-        if mapping.reg.is_some() || mapping.inv.is_some() {
+        if mapping.inv.is_some() || self.reg() != Reg::No {
             return Err(EBUSY);
         }
-        let wr = SendWr::RegMr {
-            mr: self.raw.as_ptr(),
-            writing: mapping.writing,
-            cqe: self.reg_cqe.get(),
+        let writing = mapping.writing;
+        // SAFETY: `reg_wr` is the region's, pinned with it; no `PendingReg`
+        // of the region is out (`Reg::No`), so no chained post reads or
+        // writes it, and another `prepare_reg` waits for this lock.
+        unsafe {
+            bindings::rpcrdma_rs_prep_reg_wr(
+                self.reg_wr.get(),
+                self.raw.as_ptr(),
+                writing,
+                self.reg_cqe.get(),
+            )
         };
-        // SAFETY: The region and its `reg_cqe` stay until the QP is
-        // destroyed: `drop` shuts the QP down first once anything was
-        // posted, which is recorded below before the lock is let go.
-        self.qp.posting(|post| unsafe { post.post_send(wr) })?;
-        // Counted after posting: the peer can only invalidate the new key
-        // in answer to what is posted after this REG_MR.
-        mapping.reg = Some(self.qp.rq_seen());
+        // Before anything can be posted: `drop` must then shut the QP down
+        // first.
         state.posted = true;
-        Ok(())
+        // INVARIANT: pending, with its work request filled in, and one
+        // `PendingReg` out.
+        self.reg.store(Reg::PENDING, Ordering::Release);
+        Ok(PendingReg {
+            mr: self.uid,
+            index: self.index,
+        })
     }
 
     /// Posts a LOCAL_INV of the mapping's key on the region's QP, after
-    /// its REG_MR (`EINVAL` before: see `post_reg`); only a signaled one
+    /// its REG_MR (`EINVAL` before: see `prepare_reg`); only a signaled one
     /// reports its completion to the handler, and only one signaled
     /// LOCAL_INV may be outstanding per region (`EBUSY`).
     pub(crate) fn post_local_inv(&self, m: &Mapped, signaled: bool) -> Result {
@@ -324,16 +467,21 @@ impl<H: MrHandler> Mr<H> {
             return Err(EBUSY);
         }
         let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
-        if mapping.reg.is_none() {
+        if self.reg() == Reg::No {
             return Err(EINVAL);
         }
-        let wr = SendWr::LocalInv {
-            rkey: mapping.rkey,
-            cqe: self.inv_cqe.get(),
-            signaled,
-        };
-        // SAFETY: As in `post_reg`.
-        let seq = self.qp.posting(|post| unsafe { post.post_send(wr) })?;
+        let (rkey, cqe) = (mapping.rkey, self.inv_cqe.get());
+        let seq = self.qp.posting(|post| {
+            // Under the posting lock, which a chained post marks its
+            // regions under: still pending is not posted.
+            if !matches!(self.reg(), Reg::Posted(_)) {
+                return Err(EINVAL);
+            }
+            // SAFETY: The region and its `inv_cqe` stay until the QP is
+            // destroyed: `drop` shuts the QP down first once anything was
+            // posted, which is recorded below before the lock is let go.
+            unsafe { post.post_local_inv(rkey, cqe, signaled) }
+        })?;
         mapping.inv = Some(seq);
         state.posted = true;
         if signaled {
@@ -352,9 +500,11 @@ impl<H: MrHandler> Mr<H> {
         let Some(mapping) = state.current(self.uid, m) else {
             return false;
         };
+        // A proof is a Receive handled already: if the REG_MR is not
+        // posted once any post under way is over, the proof came first.
         let ours = proof.qp == qp
             && proof.rkey == mapping.rkey
-            && mapping.reg.is_some_and(|mark| proof.index >= mark);
+            && matches!(self.reg_settled(), Reg::Posted(mark) if proof.index >= mark);
         if ours {
             mapping.remote = true;
         }
@@ -368,7 +518,9 @@ impl<H: MrHandler> Mr<H> {
         let Some(mapping) = state.current(self.uid, &m).copied() else {
             return Err(m);
         };
-        let unreachable = mapping.reg.is_none()
+        // A pending REG_MR may be posted: reachable, unless the QP is gone.
+        let reg = self.reg();
+        let unreachable = reg == Reg::No
             || mapping.remote
             || mapping.inv.is_some_and(|seq| self.qp.sq_done_through(seq))
             || self.qp.is_destroyed();
@@ -388,9 +540,114 @@ impl<H: MrHandler> Mr<H> {
                 mapping.writing,
             )
         };
-        // INVARIANT: unmapped.
+        // INVARIANT: unmapped; a pending REG_MR (of a destroyed QP) stays
+        // its post's to mark, and keeps the region from being mapped again.
         state.mapping = None;
+        if reg != Reg::Pending {
+            self.reg.store(Reg::NO, Ordering::Release);
+        }
         Ok(())
+    }
+}
+
+/// The prepared work requests of the REG_MRs `regs`, regions of `mrs`
+/// made for the QP `qp`, in order, into `wrs`; returns how many. `EINVAL`
+/// if one is not such a region's, `EMSGSIZE` for more than [`MAX_CHAIN`].
+fn chain_wrs<M: MrHandler>(
+    mrs: &[Pin<KBox<Mr<M>>>],
+    regs: &[PendingReg],
+    qp: u64,
+    wrs: &mut [*mut bindings::ib_reg_wr; MAX_CHAIN],
+) -> Result<usize> {
+    if regs.len() > MAX_CHAIN {
+        return Err(errno::emsgsize());
+    }
+    for (wr, reg) in wrs.iter_mut().zip(regs) {
+        let mr = mrs
+            .get(reg.index as usize)
+            .filter(|mr| mr.uid == reg.mr && mr.qp.uid() == qp)
+            .ok_or(EINVAL)?;
+        *wr = mr.reg_wr.get();
+    }
+    Ok(regs.len())
+}
+
+/// Marks the REG_MRs of `regs`, regions of `mrs`, after their chained
+/// post: the first `posted` as posted, with the Receive completions their
+/// QP delivered so far, the rest as not posted. Under the QP's posting
+/// lock when anything was posted (see the module documentation).
+fn mark_chain<M: MrHandler>(mrs: &[Pin<KBox<Mr<M>>>], regs: &[PendingReg], posted: usize) {
+    for (i, reg) in regs.iter().enumerate() {
+        let Some(mr) = mrs.get(reg.index as usize).filter(|mr| mr.uid == reg.mr) else {
+            continue;
+        };
+        // Counted after posting: the peer can only invalidate the new key
+        // in answer to what is posted after the REG_MR. A reply handled
+        // between the post and this count (its handler then waits for the
+        // posting lock in `reg_settled`) is not taken as invalidating the
+        // region: the transport invalidates it itself, which is only slower.
+        let now = if i < posted {
+            Reg::Posted(mr.qp.rq_seen())
+        } else {
+            Reg::No
+        };
+        // INVARIANT: the post of the region's `PendingReg` marks it.
+        mr.reg.store(now.word(), Ordering::Release);
+    }
+}
+
+impl<H: CompletionHandler> SendBuf<H> {
+    /// Posts the filled bytes as one Send, `signaled` or not, chained
+    /// after the REG_MRs of `chain` in one post (C: `frwr_send`); `mrs` are
+    /// the regions they were prepared on, made for the buffer's QP.
+    /// Empties `chain`, each REG_MR marked posted or not as the QP took
+    /// it.
+    /// The buffer comes back as after [`SendBuf::post`], and with an error
+    /// as there: the QP may then have taken some of the REG_MRs (a device
+    /// may take part of a chain), which their regions know: they keep
+    /// their mappings until they are invalidated or the QP is destroyed.
+    pub(crate) fn post_chained<M: MrHandler>(
+        self,
+        signaled: bool,
+        mrs: &[Pin<KBox<Mr<M>>>],
+        chain: &mut RegChain,
+    ) -> Result<(), (Option<Self>, Error)> {
+        let regs = chain.as_slice();
+        let mut wrs = [core::ptr::null_mut(); MAX_CHAIN];
+        let n = match chain_wrs(mrs, regs, self.qp_uid(), &mut wrs) {
+            Ok(n) => n,
+            Err(e) => {
+                // Nothing posted. A region of another table stays pending:
+                // mapped until its QP is destroyed.
+                mark_chain(mrs, regs, 0);
+                chain.clear();
+                return Err((Some(self), e));
+            }
+        };
+        let wrs = wrs.get(..n).unwrap_or(&[]);
+        let mut marked = false;
+        let send = |post: &mut Posting, wr: SendWr| {
+            // SAFETY: `wrs` are the filled work requests of regions made for
+            // this QP (`chain_wrs`), which stay until it is destroyed
+            // (`Mr::drop`, as `prepare_reg` recorded a post); their
+            // `PendingReg`s are here, so nothing else touches them. The
+            // Send's buffer is in the QP's lists (`post_with`).
+            let taken = unsafe { post.post_chain(wrs, wr) };
+            // Under the posting lock: see the module documentation.
+            mark_chain(mrs, regs, taken.regs);
+            marked = true;
+            taken
+        };
+        // SAFETY: `send` posts the Send it is given once, and says what the
+        // QP took.
+        let posted = unsafe { self.post_with(signaled, send) };
+        if !marked {
+            // The QP was not open, or the buffer could not be linked:
+            // nothing was posted.
+            mark_chain(mrs, regs, 0);
+        }
+        chain.clear();
+        posted
     }
 }
 

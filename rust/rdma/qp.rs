@@ -152,30 +152,29 @@ enum State {
     Destroyed,
 }
 
-/// A send-queue work request, for [`Posting::post_send`].
-pub(super) enum SendWr {
-    /// A Send of `len` bytes at DMA address `addr`; an unsignaled one
-    /// reports its completion only if it fails or is flushed.
-    Send {
-        cqe: *mut bindings::ib_cqe,
-        addr: u64,
-        len: u32,
-        lkey: u32,
-        signaled: bool,
-    },
-    /// An unsignaled REG_MR of `mr` (its completion is reported only if it
-    /// fails or is flushed).
-    RegMr {
-        mr: *mut bindings::ib_mr,
-        writing: bool,
-        cqe: *mut bindings::ib_cqe,
-    },
-    /// A LOCAL_INV of `rkey`.
-    LocalInv {
-        rkey: u32,
-        cqe: *mut bindings::ib_cqe,
-        signaled: bool,
-    },
+/// A Send of `len` bytes at DMA address `addr`, for
+/// [`Posting::post_chain`]; an unsignaled one reports its completion only
+/// if it fails or is flushed.
+#[derive(Clone, Copy)]
+pub(super) struct SendWr {
+    pub(super) cqe: *mut bindings::ib_cqe,
+    pub(super) addr: u64,
+    pub(super) len: u32,
+    pub(super) lkey: u32,
+    pub(super) signaled: bool,
+}
+
+/// What the QP took of a chain of REG_MRs and a Send
+/// ([`Posting::post_chain`]). A device may take part of a chain, and may
+/// take all of it and still report an error: what it may have taken
+/// counts as taken.
+pub(super) struct Taken {
+    /// How many of the REG_MRs, from the first.
+    pub(super) regs: usize,
+    /// The Send's sequence number, if it may have taken the Send.
+    pub(super) send: Option<u64>,
+    /// What the device reported.
+    pub(super) result: Result,
 }
 
 /// A doubly linked list of buffers, through the links of their
@@ -302,45 +301,90 @@ pub(super) struct Posting {
 unsafe impl Send for Posting {}
 
 impl Posting {
-    /// Posts one send-queue work request; returns its sequence number.
+    /// Posts a LOCAL_INV of `rkey`; returns its sequence number.
     ///
     /// # Safety
     ///
-    /// What `wr` points to must stay alive, and (for a Send) be owned by one
-    /// of the QP's lists of posted buffers, until the request's completion
-    /// (or, for an unsignaled Send, a later signaled Send's) is delivered
+    /// `cqe` must stay alive until the request's completion is delivered
     /// or the QP is destroyed.
-    pub(super) unsafe fn post_send(&mut self, wr: SendWr) -> Result<u64> {
+    pub(super) unsafe fn post_local_inv(
+        &mut self,
+        rkey: u32,
+        cqe: *mut bindings::ib_cqe,
+        signaled: bool,
+    ) -> Result<u64> {
         if self.state != State::Open {
             return Err(errno::enotconn());
         }
         let seq = self.sq_next;
-        let qp = self.raw;
-        // SAFETY: Open, so `qp` is live (type invariant); what `wr` points
-        // to outlives the request by the function's contract.
-        let rc = unsafe {
-            match wr {
-                SendWr::Send {
-                    cqe,
-                    addr,
-                    len,
-                    lkey,
-                    signaled,
-                } => bindings::rpcrdma_rs_post_send(qp, cqe, addr, len, lkey, signaled),
-                SendWr::RegMr { mr, writing, cqe } => {
-                    bindings::rpcrdma_rs_post_reg_mr(qp, mr, writing, cqe)
-                }
-                SendWr::LocalInv {
-                    rkey,
-                    cqe,
-                    signaled,
-                } => bindings::rpcrdma_rs_post_local_inv(qp, rkey, cqe, signaled),
-            }
-        };
-        to_result(rc)?;
+        // SAFETY: Open, so `raw` is live (type invariant); `cqe` outlives
+        // the request by the function's contract.
+        to_result(unsafe { bindings::rpcrdma_rs_post_local_inv(self.raw, rkey, cqe, signaled) })?;
         self.sq_next += 1;
         self.posted = true;
         Ok(seq)
+    }
+
+    /// Posts the prepared REG_MRs `regs` (there may be none), in order,
+    /// and then the Send `send`, in one chain; says what the QP took. Each
+    /// work request it took got the next sequence number.
+    ///
+    /// # Safety
+    ///
+    /// What `send` points to must stay alive, and be owned by one of the
+    /// QP's lists of posted buffers, until its completion (or, unsignaled,
+    /// a later signaled Send's) is delivered or the QP is destroyed, if
+    /// the QP took it. Each of `regs` is the filled REG_MR work request of
+    /// a region made for this QP, which stays alive until the QP is
+    /// destroyed and which nothing else reads or writes until this
+    /// returns.
+    pub(super) unsafe fn post_chain(
+        &mut self,
+        regs: &[*mut bindings::ib_reg_wr],
+        send: SendWr,
+    ) -> Taken {
+        if self.state != State::Open {
+            return Taken {
+                regs: 0,
+                send: None,
+                result: Err(errno::enotconn()),
+            };
+        }
+        let Ok(n) = u32::try_from(regs.len()) else {
+            return Taken {
+                regs: 0,
+                send: None,
+                result: Err(EINVAL),
+            };
+        };
+        let first = self.sq_next;
+        let mut taken = 0u32;
+        // SAFETY: Open, so `raw` is live (type invariant); `regs` and what
+        // the Send points to outlive the requests by the function's
+        // contract, and `regs` is `n` pointers.
+        let rc = unsafe {
+            bindings::rpcrdma_rs_post_chain(
+                self.raw,
+                regs.as_ptr(),
+                n,
+                send.cqe,
+                send.addr,
+                send.len,
+                send.lkey,
+                send.signaled,
+                &mut taken,
+            )
+        };
+        let taken = taken.min(n.saturating_add(1));
+        self.sq_next += u64::from(taken);
+        if taken > 0 {
+            self.posted = true;
+        }
+        Taken {
+            regs: taken.min(n) as usize,
+            send: (taken > n).then(|| first + u64::from(n)),
+            result: to_result(rc),
+        }
     }
 
     /// Posts one Receive of `len` bytes at DMA address `addr`.
@@ -359,7 +403,8 @@ impl Posting {
         if self.state != State::Open {
             return Err(errno::enotconn());
         }
-        // SAFETY: As in `post_send`.
+        // SAFETY: Open, so `raw` is live (type invariant); the buffer
+        // outlives the request by the function's contract.
         to_result(unsafe { bindings::rpcrdma_rs_post_recv(self.raw, cqe, addr, len, lkey) })?;
         self.posted = true;
         Ok(())
@@ -592,6 +637,12 @@ impl Qp {
             return Err(errno::enotconn());
         }
         f(&mut post)
+    }
+
+    /// Waits until no post is under way: takes the posting lock and lets
+    /// it go (for `Mr::reg_settled`).
+    pub(super) fn settle_posts(&self) {
+        drop(self.post.lock());
     }
 
     /// Takes a Receive whose completion arrived out of the QP's lists.

@@ -46,7 +46,7 @@
 use crate::{
     errno,
     proto::{header::Segment, xid_index},
-    rdma::{Mapped, Mr, MrHandler, Piece, RemoteInvalidation},
+    rdma::{Mapped, Mr, MrHandler, Piece, RegChain, RemoteInvalidation, MAX_CHAIN},
     sunrpc,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -64,6 +64,13 @@ pub(crate) const MAX_SEGS: usize = sunrpc::MAX_SEGS as usize;
 pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
 /// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
 const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
+// An RPC's REG_MRs go in one chain before its Send.
+const _: () = assert!(MAX_RPC_MRS <= MAX_CHAIN);
+
+/// A connection's memory regions, index `i` at `i`: shared by its pool
+/// and its sender, which posts their REG_MRs after letting the pool's
+/// lock go; fixed while the connection lives.
+pub(crate) type MrList<H> = KVec<Pin<KBox<Mr<H>>>>;
 
 /// Buckets of XIDs that [`Recorded`] counts records in.
 const RECORDED_BUCKETS: usize = 256;
@@ -262,7 +269,8 @@ pub(crate) enum Invalidated<P> {
 /// `free` are unmapped, and `maps` has no mapping for them; a held region
 /// that is not `gone` has its mapping in `maps`.
 struct Regions<H: MrHandler> {
-    mrs: KVec<Pin<KBox<Mr<H>>>>,
+    /// `None` in the empty pool, and once taken for deregistration.
+    mrs: Option<Arc<MrList<H>>>,
     /// The mapping of each region, by index, while a record holds it.
     maps: KVec<Option<Mapped>>,
     /// `free[..nfree]`: the idle regions, as a stack.
@@ -302,6 +310,10 @@ pub(crate) struct MrPool<H: MrHandler, P> {
 }
 
 impl<H: MrHandler> Regions<H> {
+    fn mrs(&self) -> &[Pin<KBox<Mr<H>>>] {
+        self.mrs.as_deref().map_or(&[], |mrs| &mrs[..])
+    }
+
     /// Maps `pieces` into free regions for `rec`, which is in `slot`, cut
     /// at `depth` pages and at gaps.
     fn map_runs(
@@ -323,7 +335,7 @@ impl<H: MrHandler> Regions<H> {
             };
             let index = self.pop_free().ok_or(EAGAIN)?;
             let i = usize::try_from(index)?;
-            let mapped = match self.mrs.get(i) {
+            let mapped = match self.mrs().get(i) {
                 Some(mr) => mr.map(run, writing, rec.xid),
                 None => Err(EINVAL),
             };
@@ -349,16 +361,18 @@ impl<H: MrHandler> Regions<H> {
         Ok(())
     }
 
-    /// Posts the REG_MRs of `rec`. On error the record is stranded (some
-    /// may be posted) until the drain.
-    fn post_regs(&self, rec: &mut Record<impl Sized>) -> Result {
+    /// Prepares the REG_MRs of `rec` into `out`, in order, for the
+    /// sender to post chained before the Send. On error the record is
+    /// stranded (those prepared may yet be posted) until the drain.
+    fn prepare_regs(&self, rec: &mut Record<impl Sized>, out: &mut RegChain) -> Result {
         for h in rec.held.get(..rec.count).unwrap_or(&[]) {
             let i = h.index as usize;
-            let posted = match (self.mrs.get(i), self.maps.get(i).and_then(Option::as_ref)) {
-                (Some(mr), Some(m)) => mr.post_reg(m),
+            let prepared = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
+                (Some(mr), Some(m)) => mr.prepare_reg(m),
                 _ => Err(EINVAL),
             };
-            if let Err(e) = posted {
+            let pushed = prepared.and_then(|reg| out.push(reg));
+            if let Err(e) = pushed {
                 rec.phase = Phase::Stranded;
                 return Err(e);
             }
@@ -393,7 +407,7 @@ impl<H: MrHandler> Regions<H> {
             // Nothing mapped: nothing to undo.
             return true;
         };
-        let undone = match self.mrs.get(i) {
+        let undone = match self.mrs().get(i) {
             Some(mr) if remote.map_or(true, |proof| mr.invalidated_by_peer(&m, proof)) => {
                 mr.unmap(m)
             }
@@ -436,7 +450,7 @@ impl<H: MrHandler> Regions<H> {
         };
         for h in held.iter().filter(|h| !h.gone) {
             let i = h.index as usize;
-            let posted = match (self.mrs.get(i), self.maps.get(i).and_then(Option::as_ref)) {
+            let posted = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
                 (Some(mr), Some(m)) => mr.post_local_inv(m, h.index == last),
                 _ => Err(EINVAL),
             };
@@ -451,7 +465,9 @@ impl<H: MrHandler> Regions<H> {
 
     /// The name of the regions' device, for log lines.
     fn device_name(&self) -> &CStr {
-        self.mrs.first().map_or(c_str!("?"), |mr| mr.device_name())
+        self.mrs()
+            .first()
+            .map_or(c_str!("?"), |mr| mr.device_name())
     }
 }
 
@@ -459,7 +475,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     pub(crate) const fn empty() -> Self {
         Self {
             regions: Regions {
-                mrs: KVec::new(),
+                mrs: None,
                 maps: KVec::new(),
                 free: KVec::new(),
                 nfree: 0,
@@ -478,7 +494,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// records in `recorded` (which counts none yet). Allocates everything
     /// it will ever need.
     pub(crate) fn new(
-        mrs: KVec<Pin<KBox<Mr<H>>>>,
+        mrs: Arc<MrList<H>>,
         depth: u32,
         rpcs: usize,
         recorded: Arc<Recorded>,
@@ -507,7 +523,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // INVARIANT: every region is free and unmapped, no record exists.
         Ok(Self {
             regions: Regions {
-                mrs,
+                mrs: Some(mrs),
                 maps,
                 nfree: free.len(),
                 free,
@@ -677,13 +693,26 @@ impl<H: MrHandler, P> MrPool<H, P> {
         segs.split_at(reads.min(segs.len()))
     }
 
-    /// Posts the REG_MRs of the record in `slot`. On error the record is
-    /// stranded (some may be posted) until the drain.
-    pub(crate) fn post_regs(&mut self, slot: usize) -> Result {
+    /// Prepares the REG_MRs of the record in `slot` into `out`, for the
+    /// sender to post chained before the Send after letting the pool's
+    /// lock go. On error the record is stranded until the drain.
+    pub(crate) fn prepare_regs(&mut self, slot: usize, out: &mut RegChain) -> Result {
         let Some(rec) = live_mut(&mut self.records, slot) else {
             return Err(EINVAL);
         };
-        self.regions.post_regs(rec)
+        self.regions.prepare_regs(rec, out)
+    }
+
+    /// The chained post of RPC `xid`'s REG_MRs and Send, whose record is
+    /// in `slot`, failed: some REG_MRs may be posted. The record (if a
+    /// reply for the RPC came meanwhile, what is left of it) waits for the
+    /// drain; the caller resets the connection.
+    pub(crate) fn strand(&mut self, slot: usize, xid: u32) {
+        if let Some(rec) = live_mut(&mut self.records, slot).filter(|r| r.xid == xid) {
+            if !matches!(rec.phase, Phase::Answered) {
+                rec.phase = Phase::Stranded;
+            }
+        }
     }
 
     /// Releases the record in `slot` whose REG_MRs were never posted.
@@ -876,13 +905,13 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     /// Every region, for deregistration once the QP is drained.
-    pub(crate) fn take_regions(&mut self) -> KVec<Pin<KBox<Mr<H>>>> {
+    pub(crate) fn take_regions(&mut self) -> Option<Arc<MrList<H>>> {
         let regions = &mut self.regions;
         regions.free = KVec::new();
         regions.nfree = 0;
         regions.owner = KVec::new();
         regions.maps = KVec::new();
-        core::mem::replace(&mut regions.mrs, KVec::new())
+        regions.mrs.take()
     }
 
     /// How many RPCs may hold records at once.

@@ -13,7 +13,7 @@
 
 use super::{
     connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
-    frwr::{Answer, Gate, Invalidated, MrPool, Recorded, MAX_DATA_PAGES, MAX_SEGS},
+    frwr::{Answer, Gate, Invalidated, MrList, MrPool, Recorded, MAX_DATA_PAGES, MAX_SEGS},
     marshal::{self, Incoming, Outcome},
     stats::Stats,
 };
@@ -26,7 +26,7 @@ use crate::{
     },
     rdma::{
         CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, FrwrAttrs, Mr,
-        MrHandler, Pieces, QpCaps, Received, RecvBuf, SendBuf, SentBatch,
+        MrHandler, Pieces, QpCaps, Received, RecvBuf, RegChain, SendBuf, SentBatch,
     },
     sunrpc::{
         self, params,
@@ -735,6 +735,13 @@ pub(crate) struct Endpoint {
     /// Write or Reply chunk: sized for the largest RPC when connecting,
     /// so that sending rarely allocates. Empty between Calls.
     pieces: (Pieces, Pieces),
+    /// The memory regions, shared with the pool: a Call's REG_MRs are
+    /// posted with its Send after the pool's lock is let go. `None` once
+    /// the drop has them deregistered.
+    mrs: Option<Arc<MrList<EpShared>>>,
+    /// The REG_MRs of the Call being sent, prepared under the pool's lock
+    /// and posted after it. Empty between Calls.
+    pending: RegChain,
 }
 
 /// The queue sizes of a connection on a device (C: `frwr_query_device`).
@@ -908,6 +915,8 @@ impl Endpoint {
             send_batch: sizes.send_batch,
             unsignaled: 0,
             pieces,
+            mrs: None,
+            pending: RegChain::new()?,
         };
         let qp = ep.id.qp()?.clone();
         // Each set is filled outside the locks (allocation sleeps), then
@@ -930,6 +939,8 @@ impl Endpoint {
         // the credits let fly: an answered RPC may keep its record (as the
         // mark that it was) until `buf_free`, after its credit went to
         // another.
+        let mrs = Arc::new(mrs, GFP_KERNEL)?;
+        ep.mrs = Some(mrs.clone());
         let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?, recorded)?;
         {
             let mut regs = ep.shared.regs.lock();
@@ -1053,7 +1064,13 @@ impl Endpoint {
     /// Marshals `rqst` into the Send buffer in `slot` and posts it, which
     /// takes it out of `slot`: `marshal.rs` plans and encodes the Call,
     /// this registers its chunks and posts, signaled or not (`left`
-    /// buffers are free besides this one; see `signal`).
+    /// buffers are free besides this one; see `signal`). The chunks'
+    /// REG_MRs are prepared under `regs` and posted with the Send, in one
+    /// chain, after it is let go (C: `frwr_send`): the Receive handler and
+    /// `buf_free` do not wait for the device. Until the chain is posted
+    /// the server has not seen the Call, so no reply of its can answer it,
+    /// and only this sender posts REG_MRs, under the transport's `ep`
+    /// mutex, which the teardown that takes the regions away holds too.
     fn post_one(
         &mut self,
         slot: &mut Option<SendBuf<EpShared>>,
@@ -1118,15 +1135,18 @@ impl Endpoint {
                 return Err(e);
             }
         };
+        self.pending.clear();
         if let Some(rec) = rec {
-            if pool.post_regs(rec).is_err() {
+            if pool.prepare_regs(rec, &mut self.pending).is_err() {
                 // Stranded until the drain: `buf_free` waits for it.
                 drop(regs);
+                self.pending.clear();
                 shared.connection_lost(Loss::Post("REG_MR"));
                 return Err(errno::enotconn());
             }
         }
         drop(regs);
+        let xid = prepared.xid();
         prepared.count(stats);
         drop(prepared);
 
@@ -1140,10 +1160,37 @@ impl Endpoint {
         // (C signals every Send that carries mapped pages, for the same
         // reason).
         let signaled = self.signal(left) || filled >= PAGE_SIZE;
-        let buf = slot.take().ok_or(EINVAL)?;
-        if let Err((buf, _)) = buf.post(signaled) {
-            *slot = Some(buf);
+        let Some(buf) = slot.take() else {
+            // Cannot be: `fill_with` found it. The prepared REG_MRs stay
+            // pending, their regions mapped until the drain.
+            self.pending.clear();
+            if let Some(rec) = rec {
+                shared.regs.lock().pool.strand(rec, xid);
+            }
             shared.connection_lost(Loss::Post("Send"));
+            return Err(EINVAL);
+        };
+        let posted = match (rec, self.mrs.as_deref()) {
+            (None, _) => buf.post(signaled),
+            (Some(_), Some(mrs)) => buf.post_chained(signaled, mrs, &mut self.pending),
+            // Cannot be: the pool's regions are these.
+            (Some(_), None) => Err((Some(buf), EINVAL)),
+        };
+        if let Err((buf, _)) = posted {
+            // Unless the device took the Send for all its error: then its
+            // completion, or the QP's end, hands the buffer back.
+            *slot = buf;
+            self.pending.clear();
+            let what = if let Some(rec) = rec {
+                // The device may have taken some of the REG_MRs: their
+                // regions say so, and the record waits for the drain
+                // (`buf_free` waits for it).
+                shared.regs.lock().pool.strand(rec, xid);
+                "REG_MR chain"
+            } else {
+                "Send"
+            };
+            shared.connection_lost(Loss::Post(what));
             return Err(errno::enotconn());
         }
         stats.sends.fetch_add(1, Ordering::Relaxed);
@@ -1208,7 +1255,9 @@ impl Drop for Endpoint {
         // freed by their handler, or with the QP.
         let sends = core::mem::replace(&mut *shared.free_sends.lock(), FreeSends::empty());
         drop(sends);
-        // Deregistering sleeps: outside the locks.
+        // Deregistering sleeps: outside the locks. Ours is the last hold
+        // on them (the sender's, `&mut self`, is done).
         drop(regions);
+        drop(self.mrs.take());
     }
 }
