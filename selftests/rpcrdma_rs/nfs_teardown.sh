@@ -7,6 +7,13 @@
 #   chunks of several MRs) run while sunrpc injects disconnects: every
 #   reply that was lost is retransmitted, none turns into EIO, and the
 #   data reads back intact.
+# - With rpcrdma_rs's test hook chain_cut_every, every 5th chained post of
+#   a Call's REG_MRs and Send is cut partway (after none, one, ... of its
+#   work requests in turn), as a device that takes only part of a chain:
+#   verified fio on the hard mount gets through unharmed, the hook counts
+#   its cuts, a cut is traced as what ended a connection (not a timeout),
+#   and the regions the cuts left registered are released by the drain
+#   (none freed while mapped, every MR back on the free list).
 # - On a soft mount with short timeouts, fio is killed while disconnects
 #   are injected, so RPCs end (signal, soft timeout) during autoclose: the
 #   memory debuggers stay quiet (the harness scans the log), the mount
@@ -29,7 +36,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "teardown safety"
-tap_plan 19
+tap_plan 22
 
 fail=/sys/kernel/debug/fail_sunrpc
 mnt=/mnt/nfs-teardown
@@ -59,7 +66,7 @@ fio_verified() { # NAME SIZE EXTRA...: write with checksums, verify read back
 
 # Hard mount: nothing may fail.
 if ! tap_check "NFSv3 hard mount over rdma" nfs_mount 3 "$mnt"; then
-	for i in $(seq 2 19); do tap_not_ok "case $i (not mounted)"; done
+	for i in $(seq 2 22); do tap_not_ok "case $i (not mounted)"; done
 	tap_exit
 fi
 mkdir -p "$mnt/d" "$mnt/list"
@@ -85,6 +92,54 @@ tap_diag "connections: $before before, $after after"
 tap_check "the connection was re-established" test "${after:-0}" -gt "${before:-0}"
 tap_check "no reply was turned into an I/O error" bash -c "! grep -q 'Input/output error' '$RUN_DIR/fio-teardown-hard.txt' '$scratch/listing.out'"
 tap_check "no bad replies" test "$(mountstats_field "$mnt" 20)" = 0
+
+free_mrs() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[ "$(rs_xprt_field mrs_free)" = 256 ] && return 0
+		sleep 0.2
+	done
+	tap_diag "mrs_free $(rs_xprt_field mrs_free)"
+	return 1
+}
+
+# Chained posts cut partway (a test hook of rpcrdma_rs, in the module the
+# tests build). Each cut must be what ends its connection (traced as
+# such, not a timeout), and the regions a cut left registered must be
+# released by the drain: none freed while mapped, all free afterwards.
+D_CUT_IO="verified fio survives chained posts cut partway"
+D_CUT_COUNT="chained posts were cut, and the connection reset for it"
+D_CUT_MRS="no region freed while mapped after the cuts, every MR back on the free list"
+hook=/sys/module/rpcrdma_rs/parameters
+regions_released() {
+	if dmesg | grep -q 'memory region freed while mapped'; then
+		tap_diag "$(dmesg | grep 'memory region freed while mapped' | head -3)"
+		return 1
+	fi
+	free_mrs
+}
+if [ "$TRANSPORT" = rs ]; then
+	cuts_before=$(cat "$hook/chain_cuts" 2>/dev/null)
+	before=$(connects)
+	trace_start teardown-cuts disconnect || tap_diag "the disconnects are not traced"
+	if echo 5 >"$hook/chain_cut_every"; then
+		tap_check "$D_CUT_IO" fio_verified cut 8M
+	else
+		tap_not_ok "$D_CUT_IO (no chain_cut_every: is $MODULE built with RPCRDMA_RS_TEST_HOOKS=y?)"
+	fi
+	echo 0 >"$hook/chain_cut_every" 2>/dev/null
+	cuts=$(($(cat "$hook/chain_cuts" 2>/dev/null || echo 0) - ${cuts_before:-0}))
+	after=$(connects)
+	lost=$(trace_events disconnect | grep -c 'reason=could not post a REG_MR chain$')
+	trace_stop
+	tap_diag "chained posts cut: $cuts; connections lost to a cut: $lost; connections: $before before, $after after"
+	tap_check "$D_CUT_COUNT" test "$cuts" -ge 2 -a "$lost" -ge 1 -a "${after:-0}" -gt "${before:-0}"
+	tap_check "$D_CUT_MRS" regions_released
+else
+	tap_skip "$D_CUT_IO" "rpcrdma_rs's test hook"
+	tap_skip "$D_CUT_COUNT" "rpcrdma_rs's test hook"
+	tap_skip "$D_CUT_MRS" "rpcrdma_rs's test hook"
+fi
 umount "$mnt"
 
 # Soft mount, short timeouts: RPCs end during autoclose. Its own options,
@@ -146,15 +201,6 @@ settled_io() {
 }
 tap_check "the mount works afterwards, data intact" settled_io
 if [ "$TRANSPORT" = rs ]; then
-	free_mrs() {
-		local i
-		for ((i = 0; i < 50; i++)); do
-			[ "$(rs_xprt_field mrs_free)" = 256 ] && return 0
-			sleep 0.2
-		done
-		tap_diag "mrs_free $(rs_xprt_field mrs_free)"
-		return 1
-	}
 	tap_check "every MR is back on the free list" free_mrs
 else
 	tap_skip "every MR is back on the free list" "rpcrdma_rs's report"
