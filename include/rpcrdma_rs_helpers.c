@@ -327,39 +327,54 @@ int rpcrdma_rs_post_chain(struct ib_qp *qp, struct ib_reg_wr *const *regs,
 	const struct ib_send_wr *bad = NULL;
 	u32 i;
 	int rc;
+#ifdef RPCRDMA_RS_TEST_HOOKS
+	int k;
+#endif
 
 	for (i = 0; i < nregs; i++)
 		regs[i]->wr.next = i + 1 < nregs ? &regs[i + 1]->wr : &send;
 #ifdef RPCRDMA_RS_TEST_HOOKS
 	/*
-	 * The test hook: the device takes only the first k work requests of
-	 * the chain, k from 0 to @nregs, and says the next one failed.
+	 * The test hook, as a device that fails a post: it takes the first k
+	 * work requests and names the next as failed, for k from 0 to @nregs,
+	 * or (k = @nregs + 1) takes them all and names none.
 	 */
-	if (nregs) {
-		int k = rpcrdma_rs_param_chain_cut(nregs);
+	k = rpcrdma_rs_param_chain_cut(nregs);
+	if (k >= 0) {
+		const struct ib_send_wr *next =
+			(u32)k < nregs ? &regs[k]->wr : &send;
 
-		if (k >= 0) {
-			rc = 0;
-			if (k > 0) {
-				regs[k - 1]->wr.next = NULL;
-				rc = ib_post_send(qp, &regs[0]->wr, &bad);
-			}
-			if (!rc) {
-				bad = k < nregs ? &regs[k]->wr : &send;
+		rc = 0;
+		if ((u32)k > nregs) {
+			rc = ib_post_send(qp, nregs ? &regs[0]->wr : &send,
+					  &bad);
+			if (!rc)
 				rc = -EIO;
-			}
-			goto out;
+		} else if (k > 0) {
+			regs[k - 1]->wr.next = NULL;
+			rc = ib_post_send(qp, &regs[0]->wr, &bad);
+			/* A failure naming nothing took no more than the prefix. */
+			if (rc && !bad)
+				bad = next;
 		}
+		if (!rc) {
+			bad = next;
+			rc = -EIO;
+		}
+		goto out;
 	}
 #endif
 	rc = ib_post_send(qp, nregs ? &regs[0]->wr : &send, &bad);
+#ifdef RPCRDMA_RS_TEST_HOOKS
+out:
+#endif
+	/* The chain's end was on this stack: leave no pointer to it. */
+	for (i = 0; i < nregs; i++)
+		regs[i]->wr.next = NULL;
 	if (!rc) {
 		*taken = nregs + 1;
 		return 0;
 	}
-#ifdef RPCRDMA_RS_TEST_HOOKS
-out:
-#endif
 	/*
 	 * What came before @bad was taken.  A @bad that is none of the chain
 	 * says nothing (siw returns an error after queueing the whole chain

@@ -96,21 +96,23 @@ bool rpcrdma_rs_param_ignore_peer_private(void)
 }
 
 /*
- * A test hook: every chain_cut_every-th chained post of REG_MRs and a
- * Send is cut, as a device that takes only part of a chain; chain_cuts
- * counts the cuts.  The cuts keep the first 0, 1, ... of the chain's work
- * requests in turn, so that every way a chain can be cut comes up.
+ * A test hook: every chain_cut_every-th post of a Send, with the REG_MRs
+ * chained before it if any, fails as a device's may: the device takes the
+ * first k of its work requests and names the next as failed, or takes
+ * them all and names none.  k goes through each of those in turn, so that
+ * every way a post can fail comes up; chain_cuts counts the cuts.
  */
 static unsigned int rpcrdma_rs_chain_cut_every;
 module_param_named(chain_cut_every, rpcrdma_rs_chain_cut_every, uint, 0644);
 MODULE_PARM_DESC(chain_cut_every,
-		 "Test hook: cut every Nth chained post of REG_MRs and a Send partway (default 0: never)");
+		 "Test hook: fail every Nth post of a Send and its chained REG_MRs partway (default 0: never)");
 static atomic_t rpcrdma_rs_chain_posts = ATOMIC_INIT(0);
 static atomic_t rpcrdma_rs_chain_cut_count = ATOMIC_INIT(0);
 static unsigned int rpcrdma_rs_chain_cuts;
 module_param_named(chain_cuts, rpcrdma_rs_chain_cuts, uint, 0444);
-MODULE_PARM_DESC(chain_cuts, "Test hook: chained posts cut so far");
+MODULE_PARM_DESC(chain_cuts, "Test hook: posts failed so far");
 
+/* -1: post as usual; else how many work requests to take, of @nregs + 1. */
 int rpcrdma_rs_param_chain_cut(u32 nregs)
 {
 	unsigned int every = READ_ONCE(rpcrdma_rs_chain_cut_every);
@@ -121,6 +123,6 @@ int rpcrdma_rs_param_chain_cut(u32 nregs)
 		return -1;
 	cut = atomic_inc_return(&rpcrdma_rs_chain_cut_count);
 	WRITE_ONCE(rpcrdma_rs_chain_cuts, cut);
-	return (cut - 1) % (nregs + 1);
+	return (cut - 1) % (nregs + 2);
 }
 #endif

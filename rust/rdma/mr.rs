@@ -272,7 +272,9 @@ pub(crate) struct Mr<H: MrHandler> {
 }
 
 // SAFETY: The raw pointers are verbs objects usable from any thread; the
-// region's state is behind its lock.
+// region's state is behind its lock, `reg` is atomic, and `reg_wr` is
+// written only by `prepare_reg` under that lock and by the chained post
+// of the region's one `PendingReg` (type invariant), never at once.
 unsafe impl<H: MrHandler> Send for Mr<H> {}
 // SAFETY: As above.
 unsafe impl<H: MrHandler> Sync for Mr<H> {}

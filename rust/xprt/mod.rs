@@ -8,6 +8,9 @@
 //! entry points are `sunrpc`'s), `verbs.rs` is `verbs.c`, and `marshal.rs`
 //! is `rpc_rdma.c`.
 
+// The transport works through the safe wrappers of `rdma` and `sunrpc`.
+#![forbid(unsafe_code)]
+
 mod connect;
 mod frwr;
 mod ib_client;
