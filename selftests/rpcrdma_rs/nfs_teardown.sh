@@ -7,13 +7,13 @@
 #   chunks of several MRs) run while sunrpc injects disconnects: every
 #   reply that was lost is retransmitted, none turns into EIO, and the
 #   data reads back intact.
-# - With rpcrdma_rs's test hook chain_cut_every, every 5th chained post of
-#   a Call's REG_MRs and Send is cut partway (after none, one, ... of its
-#   work requests in turn), as a device that takes only part of a chain:
-#   verified fio on the hard mount gets through unharmed, the hook counts
-#   its cuts, a cut is traced as what ended a connection (not a timeout),
-#   and the regions the cuts left registered are released by the drain
-#   (none freed while mapped, every MR back on the free list).
+# - With rpcrdma_rs's test hook chain_cut_every, every 5th post of a Send
+#   and the REG_MRs chained before it fails partway, as a device's post
+#   may (the device taking none, one, ... or all of its work requests in
+#   turn): verified fio on the hard mount gets through unharmed, the hook
+#   counts its cuts, a cut is traced as what ended a connection (not a
+#   timeout), and the regions the cuts left registered are released by
+#   the drain (none freed while mapped, every MR back on the free list).
 # - On a soft mount with short timeouts, fio is killed while disconnects
 #   are injected, so RPCs end (signal, soft timeout) during autoclose: the
 #   memory debuggers stay quiet (the harness scans the log), the mount
@@ -103,17 +103,21 @@ free_mrs() {
 	return 1
 }
 
-# Chained posts cut partway (a test hook of rpcrdma_rs, in the module the
-# tests build). Each cut must be what ends its connection (traced as
-# such, not a timeout), and the regions a cut left registered must be
-# released by the drain: none freed while mapped, all free afterwards.
+# Posts of Sends and their chained REG_MRs cut partway (a test hook of
+# rpcrdma_rs, in the module the tests build). A cut must be what ends a
+# connection (traced as such, not a timeout), and the regions a cut left
+# registered must be released by the drain: none freed while mapped, all
+# free afterwards.
 D_CUT_IO="verified fio survives chained posts cut partway"
 D_CUT_COUNT="chained posts were cut, and the connection reset for it"
 D_CUT_MRS="no region freed while mapped after the cuts, every MR back on the free list"
 hook=/sys/module/rpcrdma_rs/parameters
+cut_marker="rpcrdma-rs-selftest: failing chained posts"
+# What the kernel logged since the cuts began.
+since_cuts() { dmesg | sed -n "/$cut_marker/,\$p"; }
 regions_released() {
-	if dmesg | grep -q 'memory region freed while mapped'; then
-		tap_diag "$(dmesg | grep 'memory region freed while mapped' | head -3)"
+	if since_cuts | grep -q 'memory region freed while mapped'; then
+		tap_diag "$(since_cuts | grep 'memory region freed while mapped' | head -3)"
 		return 1
 	fi
 	free_mrs
@@ -122,6 +126,7 @@ if [ "$TRANSPORT" = rs ]; then
 	cuts_before=$(cat "$hook/chain_cuts" 2>/dev/null)
 	before=$(connects)
 	trace_start teardown-cuts disconnect || tap_diag "the disconnects are not traced"
+	echo "$cut_marker" >/dev/kmsg
 	if echo 5 >"$hook/chain_cut_every"; then
 		tap_check "$D_CUT_IO" fio_verified cut 8M
 	else
@@ -130,7 +135,7 @@ if [ "$TRANSPORT" = rs ]; then
 	echo 0 >"$hook/chain_cut_every" 2>/dev/null
 	cuts=$(($(cat "$hook/chain_cuts" 2>/dev/null || echo 0) - ${cuts_before:-0}))
 	after=$(connects)
-	lost=$(trace_events disconnect | grep -c 'reason=could not post a REG_MR chain$')
+	lost=$(trace_events disconnect | grep -cE 'reason=could not post a (REG_MR chain|Send)$')
 	trace_stop
 	tap_diag "chained posts cut: $cuts; connections lost to a cut: $lost; connections: $before before, $after after"
 	tap_check "$D_CUT_COUNT" test "$cuts" -ge 2 -a "$lost" -ge 1 -a "${after:-0}" -gt "${before:-0}"
