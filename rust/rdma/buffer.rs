@@ -291,24 +291,15 @@ impl<H: CompletionHandler> Buf<H> {
 
     /// Posts `buf` as a Receive of all of it on its QP. On error the
     /// buffer comes back, not posted.
-    fn post_recv(buf: Owned<H>) -> Result<(), (Owned<H>, Error)> {
+    fn post_recv(buf: Owned<H>) -> Result<(), (Option<Owned<H>>, Error)> {
         let Ok(len) = u32::try_from(buf.len) else {
-            return Err((buf, EINVAL));
+            return Err((Some(buf), EINVAL));
         };
         let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
-        let qp = buf.qp.clone();
-        // SAFETY: Nothing moves out of the allocation: its ownership passes
-        // to the QP's list, and comes back as the same pinned box.
-        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
-        // CAST: the header is the first field of the `#[repr(C)]` `Buf`.
-        let header = raw.cast::<BufHeader>();
-        let posted = qp.posting(|post: &mut Posting| {
-            let h = NonNull::new(header).ok_or(EINVAL)?;
-            // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which we
-            // own and give to the list.
+        let post = |post: &mut Posting, h: NonNull<BufHeader>, cqe| {
+            // SAFETY: `h` is a live `Buf<H>` in its pinned place, given to
+            // the list (`hand_over`).
             unsafe { post.link_recv(h) };
-            // SAFETY: Only the header's `cqe` field is borrowed.
-            let cqe = unsafe { (*header).cqe.get() };
             // SAFETY: The buffer is owned by the in-flight list until its
             // completion hands it back, or until the QP is destroyed.
             let result = unsafe { post.post_recv(cqe, addr, len, lkey) };
@@ -316,13 +307,12 @@ impl<H: CompletionHandler> Buf<H> {
                 // SAFETY: Linked above, and not posted.
                 unsafe { post.unlink(h) };
             }
-            result
-        });
-        posted.map_err(|e| {
-            // SAFETY: Not posted, and out of the list (or never in it): ours
-            // again, the same pinned box.
-            (unsafe { Pin::new_unchecked(KBox::from_raw(raw)) }, e)
-        })
+            (result.is_ok(), result)
+        };
+        // SAFETY: `post` says the QP holds the buffer exactly when it is
+        // posted, and leaves it in no list and not posted otherwise, with
+        // the error.
+        unsafe { Self::hand_over(buf, post) }
     }
 
     /// Posts `buf` as a Send of its filled bytes, `signaled` or not, on its
@@ -345,54 +335,76 @@ impl<H: CompletionHandler> Buf<H> {
             return Err((Some(buf), EINVAL));
         };
         let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
+        let post = |post: &mut Posting, h: NonNull<BufHeader>, cqe| {
+            // SAFETY: `h` is a live `Buf<H>` in its pinned place, given to
+            // the list (`hand_over`).
+            if let Err(e) = unsafe { post.link_send(h, TypeId::of::<H>(), signaled) } {
+                return (false, Err(e));
+            }
+            // The buffer is owned by one of the QP's lists until its
+            // completion (or a later signaled Send's) hands it back, or
+            // until the QP is destroyed: what `send` needs to post it.
+            let wr = SendWr {
+                cqe,
+                addr,
+                len,
+                lkey,
+                signaled,
+            };
+            let taken = send(post, wr);
+            match taken.send {
+                // SAFETY: The list owns `h`, and this lock is held; the
+                // number is read only under it.
+                Some(seq) => unsafe { BufHeader::set_sq_seq(h, seq) },
+                // SAFETY: Linked above, and not posted.
+                None => unsafe { post.unlink(h) },
+            }
+            let held = taken.send.is_some();
+            match taken.result {
+                Ok(()) if !held => (false, Err(EINVAL)),
+                result => (held, result),
+            }
+        };
+        // SAFETY: `post` leaves the buffer in a list if the QP may hold it;
+        // otherwise unlinked, not posted, and with an error.
+        unsafe { Self::hand_over(buf, post) }
+    }
+
+    /// Gives `buf` to its QP's lists through `post`, which runs under the
+    /// posting lock with the buffer's header and `cqe`, links and posts
+    /// it, and says whether the QP may hold it, and what the post said. On
+    /// error the buffer comes back unless the QP may hold it.
+    ///
+    /// # Safety
+    ///
+    /// `post` leaves the buffer in one of the QP's lists if it says the QP
+    /// may hold it; otherwise in none, not posted, and with an error.
+    unsafe fn hand_over(
+        buf: Owned<H>,
+        post: impl FnOnce(&mut Posting, NonNull<BufHeader>, *mut bindings::ib_cqe) -> (bool, Result),
+    ) -> Result<(), (Option<Owned<H>>, Error)> {
         let qp = buf.qp.clone();
         // SAFETY: Nothing moves out of the allocation: its ownership passes
         // to the QP's list, and comes back as the same pinned box.
         let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
         // CAST: the header is the first field of the `#[repr(C)]` `Buf`.
         let header = raw.cast::<BufHeader>();
-        // Whether the QP may hold the buffer, and what it said.
+        // Whether the QP may hold the buffer.
         let mut held = false;
-        let posted = qp.posting(|post: &mut Posting| {
+        let posted = qp.posting(|posting: &mut Posting| {
             let h = NonNull::new(header).ok_or(EINVAL)?;
-            // SAFETY: `raw` is a live `Buf<H>` in its pinned place, which we
-            // own and give to the list.
-            unsafe { post.link_send(h, TypeId::of::<H>(), signaled)? };
             // SAFETY: Only the header's `cqe` field is borrowed.
             let cqe = unsafe { (*header).cqe.get() };
-            // The buffer is owned by one of the QP's lists until its
-            // completion (or a later signaled Send's) hands it back, or
-            // until the QP is destroyed: what `send` needs to post it.
-            let taken = send(
-                post,
-                SendWr {
-                    cqe,
-                    addr,
-                    len,
-                    lkey,
-                    signaled,
-                },
-            );
-            match taken.send {
-                Some(seq) => {
-                    // SAFETY: The list owns `h`, and this lock is held; the
-                    // number is read only under it.
-                    unsafe { BufHeader::set_sq_seq(h, seq) };
-                    held = true;
-                }
-                // SAFETY: Linked above, and not posted.
-                None => unsafe { post.unlink(h) },
-            }
-            match taken.result {
-                Ok(()) if !held => Err(EINVAL),
-                result => result,
-            }
+            let (holds, result) = post(posting, h, cqe);
+            held = holds;
+            result
         });
         posted.map_err(|e| {
-            // Taken, for all the error says: the QP's list owns it.
+            // Held, for all the error says: the QP's list owns it.
             let buf = (!held).then(|| {
-                // SAFETY: Not posted, and out of the list (or never in it):
-                // ours again, the same pinned box.
+                // SAFETY: Not posted, and out of the list (or never in it,
+                // by the function's contract): ours again, the same pinned
+                // box.
                 unsafe { Pin::new_unchecked(KBox::from_raw(raw)) }
             });
             (buf, e)
@@ -514,9 +526,10 @@ impl<H: CompletionHandler> RecvBuf<H> {
 
     /// Posts the buffer as one Receive on its QP. It comes back to the
     /// handler's [`CompletionHandler::received`], or here with the error if
-    /// it could not be posted.
-    pub(crate) fn post(self) -> Result<(), (Self, Error)> {
-        Buf::post_recv(self.0).map_err(|(buf, e)| (Self(buf), e))
+    /// it could not be posted (always: the `Option` is `SendBuf::post`'s
+    /// shape, and a Receive is never taken with an error).
+    pub(crate) fn post(self) -> Result<(), (Option<Self>, Error)> {
+        Buf::post_recv(self.0).map_err(|(buf, e)| (buf.map(Self), e))
     }
 }
 
@@ -599,12 +612,12 @@ impl<H: CompletionHandler> Received<H> {
     }
 
     /// Posts the buffer again as a Receive, giving up what arrived. On
-    /// error it comes back unchanged.
-    pub(crate) fn repost(self) -> Result<(), (Self, Error)> {
+    /// error it comes back unchanged (as for [`RecvBuf::post`]).
+    pub(crate) fn repost(self) -> Result<(), (Option<Self>, Error)> {
         let (len, remote) = (self.len, self.remote);
         Buf::post_recv(self.buf).map_err(|(buf, e)| {
             // INVARIANT: not posted; the bytes are as they were.
-            (Self { buf, len, remote }, e)
+            (buf.map(|buf| Self { buf, len, remote }), e)
         })
     }
 }

@@ -628,12 +628,13 @@ impl<H: CompletionHandler> SendBuf<H> {
         };
         let wrs = wrs.get(..n).unwrap_or(&[]);
         let mut marked = false;
+        // `wrs` are the filled work requests of regions made for this QP
+        // (`chain_wrs`), which stay until it is destroyed (`Mr::drop`, as
+        // `prepare_reg` recorded a post).
         let send = |post: &mut Posting, wr: SendWr| {
-            // SAFETY: `wrs` are the filled work requests of regions made for
-            // this QP (`chain_wrs`), which stay until it is destroyed
-            // (`Mr::drop`, as `prepare_reg` recorded a post); their
-            // `PendingReg`s are here, so nothing else touches them. The
-            // Send's buffer is in the QP's lists (`post_with`).
+            // SAFETY: The regions stay (above); their `PendingReg`s are
+            // here, so nothing else touches them; the Send's buffer is in
+            // the QP's lists (`post_with`).
             let taken = unsafe { post.post_chain(wrs, wr) };
             // Under the posting lock: see the module documentation.
             mark_chain(mrs, regs, taken.regs);

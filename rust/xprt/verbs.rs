@@ -1140,7 +1140,6 @@ impl Endpoint {
             if pool.prepare_regs(rec, &mut self.pending).is_err() {
                 // Stranded until the drain: `buf_free` waits for it.
                 drop(regs);
-                self.pending.clear();
                 shared.connection_lost(Loss::Post("REG_MR"));
                 return Err(errno::enotconn());
             }
@@ -1160,27 +1159,20 @@ impl Endpoint {
         // (C signals every Send that carries mapped pages, for the same
         // reason).
         let signaled = self.signal(left) || filled >= PAGE_SIZE;
-        let Some(buf) = slot.take() else {
-            // Cannot be: `fill_with` found it. The prepared REG_MRs stay
-            // pending, their regions mapped until the drain.
-            self.pending.clear();
-            if let Some(rec) = rec {
-                shared.regs.lock().pool.strand(rec, xid);
-            }
-            shared.connection_lost(Loss::Post("Send"));
-            return Err(EINVAL);
-        };
-        let posted = match (rec, self.mrs.as_deref()) {
-            (None, _) => buf.post(signaled),
-            (Some(_), Some(mrs)) => buf.post_chained(signaled, mrs, &mut self.pending),
-            // Cannot be: the pool's regions are these.
-            (Some(_), None) => Err((Some(buf), EINVAL)),
+        // Not posted, REG_MRs prepared or not, the cases that cannot be
+        // (`fill_with` found the buffer; the pool's regions are these)
+        // fail as a refused post would: the record waits for the drain.
+        let posted = match (slot.take(), rec, self.mrs.as_deref()) {
+            (Some(buf), None, _) => buf.post(signaled),
+            (Some(buf), Some(_), Some(mrs)) => buf.post_chained(signaled, mrs, &mut self.pending),
+            (buf, _, _) => Err((buf, EINVAL)),
         };
         if let Err((buf, _)) = posted {
             // Unless the device took the Send for all its error: then its
-            // completion, or the QP's end, hands the buffer back.
+            // completion, or the QP's end, hands the buffer back. REG_MRs
+            // left prepared stay pending, their regions mapped until the
+            // drain; the next Call clears them.
             *slot = buf;
-            self.pending.clear();
             let what = if let Some(rec) = rec {
                 // The device may have taken some of the REG_MRs: their
                 // regions say so, and the record waits for the drain
