@@ -456,6 +456,7 @@ static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 	struct rpc_xprt *xprt;
 	struct sockaddr *sap = args->dstaddr;
 	unsigned int max_payload = 0;
+	unsigned int slots;
 
 	if (args->addrlen > sizeof(xprt->addr))
 		return ERR_PTR(-EBADF);
@@ -465,10 +466,12 @@ static struct rpc_xprt *rpcrdma_rs_setup(struct xprt_create *args)
 	/*
 	 * The slot table size is read once, here, as C's xprt_setup_rdma
 	 * does: it is this transport's max_reqs from now on, which its
-	 * connections size their credits and buffers by.
+	 * connections size their credits and buffers by.  Every slot is
+	 * allocated now, as C allocates every rpcrdma_req: with fewer, sunrpc
+	 * allocates and frees an rpc_rqst for each RPC past them.
 	 */
-	xprt = xprt_alloc(args->net, sizeof(*r), 2,
-			  rpcrdma_rs_param_slot_table_entries());
+	slots = rpcrdma_rs_param_slot_table_entries();
+	xprt = xprt_alloc(args->net, sizeof(*r), slots, slots);
 	if (!xprt) {
 		module_put(THIS_MODULE);
 		return ERR_PTR(-ENOMEM);
