@@ -467,6 +467,12 @@ def profile(results, run, job):
 
 def profile_summary(results):
     labels = [(RS, "rs"), (C, "c")]
+    bench_dirs = [os.path.join(results, run, "bench") for _, run in labels]
+    if not any(glob.glob(os.path.join(d, "perf-*.log")) for d in bench_dirs):
+        # With the instruction counter the profile jobs ran under it, not
+        # under perf: their profile is in instructions.txt.
+        return ["No perf profiles in this run: with the instruction counter, the profiled",
+                "jobs are counted by function instead (instructions.txt)."]
     out = ["Profile of the client guest during the job (perf record -a -g, cpu-clock at 499 Hz",
            "on both vCPUs; each sample counts for the function it landed in). 'all' is the",
            "share of all samples, 'busy' the share of the samples not idle.", ""]

@@ -1078,7 +1078,7 @@ impl Endpoint {
         bc_reply: bool,
         left: usize,
     ) -> Result {
-        let shared = self.shared.clone();
+        let shared = &self.shared;
         let (reads, writes) = &mut self.pieces;
         let mut prepared = marshal::prepare(
             rqst,
