@@ -296,9 +296,7 @@ impl<'a> ReadList<'a> {
 
     /// The Read segments in wire order.
     pub fn iter(&self) -> ReadSegments<'a> {
-        ReadSegments {
-            entries: self.raw.chunks_exact(READ_ENTRY_LEN),
-        }
+        ReadSegments { entries: self.raw }
     }
 
     /// The Read chunks: runs of consecutive segments that share a position
@@ -318,22 +316,26 @@ impl<'a> IntoIterator for ReadList<'a> {
 }
 
 /// Iterator over Read segments.
+///
+/// A slice split by a constant, not `chunks_exact`: its `size_hint`
+/// divides by a run-time chunk size, a division-by-zero panic path the
+/// kernel's objtool does not know cannot return.
 #[derive(Clone, Debug)]
 pub struct ReadSegments<'a> {
-    // `chunks_exact`, not `as_chunks`: the kernel's minimum Rust is 1.78.
-    entries: core::slice::ChunksExact<'a, u8>,
+    /// Entries of [`READ_ENTRY_LEN`] bytes; a shorter tail is not one.
+    entries: &'a [u8],
 }
 
 impl Iterator for ReadSegments<'_> {
     type Item = ReadSegment;
     fn next(&mut self) -> Option<ReadSegment> {
-        self.entries
-            .next()
-            .and_then(|e| <&[u8; READ_ENTRY_LEN]>::try_from(e).ok())
-            .map(ReadSegment::from_entry)
+        let (entry, rest) = self.entries.split_first_chunk::<READ_ENTRY_LEN>()?;
+        self.entries = rest;
+        Some(ReadSegment::from_entry(entry))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.entries.size_hint()
+        let n = self.entries.len() / READ_ENTRY_LEN;
+        (n, Some(n))
     }
 }
 
@@ -372,7 +374,7 @@ impl<'a> ReadChunk<'a> {
     /// The chunk's segments.
     pub fn segments(&self) -> ReadSegments<'a> {
         ReadSegments {
-            entries: self.entries.chunks_exact(READ_ENTRY_LEN),
+            entries: self.entries,
         }
     }
 }
@@ -421,9 +423,7 @@ impl<'a> SegmentArray<'a> {
 
     /// The segments in array order.
     pub fn iter(&self) -> Segments<'a> {
-        Segments {
-            segs: self.raw.chunks_exact(SEGMENT_LEN),
-        }
+        Segments { segs: self.raw }
     }
 
     /// Sum of the segment lengths: for a returned Write chunk, the number of
@@ -443,22 +443,23 @@ impl<'a> IntoIterator for SegmentArray<'a> {
     }
 }
 
-/// Iterator over plain segments.
+/// Iterator over plain segments (split as [`ReadSegments`] is, and why).
 #[derive(Clone, Debug)]
 pub struct Segments<'a> {
-    segs: core::slice::ChunksExact<'a, u8>,
+    /// Segments of [`SEGMENT_LEN`] bytes; a shorter tail is not one.
+    segs: &'a [u8],
 }
 
 impl Iterator for Segments<'_> {
     type Item = Segment;
     fn next(&mut self) -> Option<Segment> {
-        self.segs
-            .next()
-            .and_then(|e| <&[u8; SEGMENT_LEN]>::try_from(e).ok())
-            .map(Segment::from_bytes)
+        let (seg, rest) = self.segs.split_first_chunk::<SEGMENT_LEN>()?;
+        self.segs = rest;
+        Some(Segment::from_bytes(seg))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.segs.size_hint()
+        let n = self.segs.len() / SEGMENT_LEN;
+        (n, Some(n))
     }
 }
 
