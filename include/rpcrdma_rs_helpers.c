@@ -139,6 +139,11 @@ u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device)
 	return device->attrs.max_qp_rd_atom;
 }
 
+bool rpcrdma_rs_ib_device_is_siw(const struct ib_device *device)
+{
+	return device->ops.driver_id == RDMA_DRIVER_SIW;
+}
+
 u32 rpcrdma_rs_pd_local_dma_lkey(const struct ib_pd *pd)
 {
 	return pd->local_dma_lkey;

@@ -64,6 +64,7 @@ struct ib_pd *rpcrdma_rs_alloc_pd(struct ib_device *device);
 void rpcrdma_rs_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *rpcrdma_rs_alloc_cq(struct ib_device *device, int nr_cqe);
 u32 rpcrdma_rs_ib_device_max_qp_rd_atom(const struct ib_device *device);
+bool rpcrdma_rs_ib_device_is_siw(const struct ib_device *device);
 u32 rpcrdma_rs_pd_local_dma_lkey(const struct ib_pd *pd);
 
 int rpcrdma_rs_dma_map(struct ib_device *device, void *buf, size_t len,

@@ -86,6 +86,21 @@ impl Device {
         unsafe { bindings::rpcrdma_rs_ib_device_index(self.as_raw()) }
     }
 
+    /// Whether the device refuses an invalidation the peer asks for (Send
+    /// With Invalidate) unless the whole key names a registered region.
+    /// siw does not: `siw_invalidate_stag` looks up the region by the
+    /// key's index (`stag >> 8`) and clears it whatever its key byte and
+    /// state, and siw runs a posted REG_MR later, from its send-queue
+    /// thread. A peer that predicts the next key can then invalidate a
+    /// region before its REG_MR runs, which makes it reachable again
+    /// under the key the peer named, while the Receive says the peer
+    /// invalidated it.
+    pub(crate) fn invalidation_checks_key(&self) -> bool {
+        // SAFETY: The device is allocated and its driver operations valid
+        // (type invariant).
+        !unsafe { bindings::rpcrdma_rs_ib_device_is_siw(self.as_raw()) }
+    }
+
     /// How many RDMA Read requests one QP of this device can answer at
     /// once (`attrs.max_qp_rd_atom`).
     pub(crate) fn max_qp_rd_atom(&self) -> u32 {

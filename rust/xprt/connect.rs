@@ -28,12 +28,17 @@ use kernel::{
 /// rounded down but keeps the exact value as its threshold: with 1500 it
 /// would take a 1400-byte reply inline without offering a Reply chunk,
 /// which a server holding it to the 1024 offered could not send.)
-pub(crate) fn local() -> LocalSettings {
+///
+/// Send With Invalidate is offered when the device checks the key the
+/// server names (`invalidation_checks_key`, from
+/// `Device::invalidation_checks_key`). The C client always offers it; on
+/// siw a server that predicted a region's next key could then leave the
+/// region registered while its invalidation said it was not.
+pub(crate) fn local(invalidation_checks_key: bool) -> LocalSettings {
     LocalSettings {
         send_size: whole_kib(params::max_inline_write()),
         recv_size: whole_kib(params::max_inline_read()),
-        // The C client always accepts Send With Invalidate.
-        remote_invalidation: true,
+        remote_invalidation: invalidation_checks_key,
     }
 }
 

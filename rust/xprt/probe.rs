@@ -237,7 +237,9 @@ struct Report {
 /// call (with transport version 2 if `bad_version`) and checks its reply,
 /// and disconnects.
 fn connect_once(addr: &str, port: &str, bad_version: bool) -> Result<Report> {
-    let local = connect::local();
+    // Until `prepare` finds the device, and so whether to offer Send With
+    // Invalidate, what a device that checks keys would be offered.
+    let local = connect::local(true);
     let mut report = Report {
         peer: CString::try_from_fmt(fmt!("{} {}", addr, port))?,
         device: None,
@@ -299,6 +301,9 @@ fn prepare(
     *stage = "creating the queue pair";
     let device = id.device().ok_or(ENODEV)?;
     report.device = Some(CString::try_from(device.name())?);
+    // The offer a connection over this device would make.
+    report.local = connect::local(device.invalidation_checks_key());
+    report.sent = report.local.private_data();
     id.create_qp(&QpCaps {
         cq_entries: 16,
         // One more each than ever posted: the drain's.
