@@ -87,14 +87,14 @@ impl Device {
     }
 
     /// Whether the device refuses an invalidation the peer asks for (Send
-    /// With Invalidate) unless the whole key names a registered region.
-    /// siw does not: `siw_invalidate_stag` looks up the region by the
-    /// key's index (`stag >> 8`) and clears it whatever its key byte and
-    /// state, and siw runs a posted REG_MR later, from its send-queue
-    /// thread. A peer that predicts the next key can then invalidate a
-    /// region before its REG_MR runs, which makes it reachable again
-    /// under the key the peer named, while the Receive says the peer
-    /// invalidated it.
+    /// With Invalidate) of a key until the REG_MR that sets the key has
+    /// run, as rxe does by comparing the whole key. siw does not:
+    /// `siw_invalidate_stag` looks up the region by the key's index
+    /// (`stag >> 8`) and clears it whatever its key byte and state, and
+    /// siw runs a posted REG_MR later, from its send-queue thread. A peer
+    /// that predicts the next key can then invalidate a region before its
+    /// REG_MR runs, which makes it reachable again under the key the peer
+    /// named, while the Receive says the peer invalidated it.
     pub(crate) fn invalidation_checks_key(&self) -> bool {
         // SAFETY: The device is allocated and its driver operations valid
         // (type invariant).

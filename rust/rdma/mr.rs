@@ -33,8 +33,10 @@
 //!   that of a later request on the send queue (which completes in order,
 //!   see [`Qp`]);
 //! - the peer invalidated it with Send With Invalidate, reported by a
-//!   Receive of the same QP delivered after the REG_MR was posted
-//!   ([`Mr::invalidated_by_peer`]);
+//!   Receive of the same QP delivered after the REG_MR was posted, on a
+//!   device that refuses a key until the REG_MR that sets it has run
+//!   ([`Mr::invalidated_by_peer`],
+//!   [`Device::invalidation_checks_key`](super::Device::invalidation_checks_key));
 //! - or the QP is destroyed.
 //!
 //! The transport's own rules (`xprt/frwr.rs`) decide when to invalidate
@@ -495,8 +497,14 @@ impl<H: MrHandler> Mr<H> {
     /// Records that the peer invalidated the mapping `m` (Send With
     /// Invalidate), if `proof` names its key, comes from the region's QP,
     /// and was delivered after the mapping's REG_MR was posted; returns
-    /// whether it did. Then [`Mr::unmap`] may undo the mapping.
+    /// whether it did. Then [`Mr::unmap`] may undo the mapping. Never on a
+    /// device whose invalidation does not check the key: there a posted
+    /// REG_MR may still run after the peer's invalidation, and make the
+    /// region reachable again.
     pub(crate) fn invalidated_by_peer(&self, m: &Mapped, proof: &RemoteInvalidation) -> bool {
+        if !self.qp.device().invalidation_checks_key() {
+            return false;
+        }
         let qp = self.qp.uid();
         let mut state = self.state.lock();
         let Some(mapping) = state.current(self.uid, m) else {

@@ -809,9 +809,12 @@ impl PinnedDrop for Qp {
 
 /// Proof that the peer invalidated `rkey` with a Send With Invalidate that
 /// arrived on a QP: made only from a successful Receive completion that
-/// carried `IB_WC_WITH_INVALIDATE`. `index` counts the Receive completions
-/// of that QP handled before it (in the order the handler takes them,
-/// which need not be the order they arrived in), so a proof handled before
+/// carried `IB_WC_WITH_INVALIDATE`. Whether that leaves a region
+/// unreachable is the region's to say
+/// ([`Mr::invalidated_by_peer`](super::mr::Mr::invalidated_by_peer)).
+/// `index` counts the Receive completions of that QP handled before it
+/// (in the order the handler takes them, which need not be the order they
+/// arrived in), so a proof handled before
 /// a registration was posted cannot be taken for it. One that arrived
 /// before a REG_MR but is handled after it would pass that check; it would
 /// also need the same key (8 bits that wrap only after 256 mappings of one
