@@ -718,11 +718,14 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
         unsafe {
             bindings::rpcrdma_rs_dma_sync_for_cpu(buf.qp.device().as_raw(), buf.addr, len, false)
         };
-        remote = completion.invalidated_rkey.map(|rkey| RemoteInvalidation {
-            qp: buf.qp.uid(),
-            rkey,
-            index,
-        });
+        remote = completion
+            .invalidated_rkey
+            .filter(|_| buf.qp.peer_inv_proves())
+            .map(|rkey| RemoteInvalidation {
+                qp: buf.qp.uid(),
+                rkey,
+                index,
+            });
     }
     // INVARIANT: the Receive completed, so the buffer is not posted; the
     // device wrote `len` bytes (none if it failed or was flushed).

@@ -35,8 +35,7 @@
 //! - the peer invalidated it with Send With Invalidate, reported by a
 //!   Receive of the same QP delivered after the REG_MR was posted, on a
 //!   device that refuses a key until the REG_MR that sets it has run
-//!   ([`Mr::invalidated_by_peer`],
-//!   [`Device::invalidation_checks_key`](super::Device::invalidation_checks_key));
+//!   ([`Mr::invalidated_by_peer`], [`RemoteInvalidation`]);
 //! - or the QP is destroyed.
 //!
 //! The transport's own rules (`xprt/frwr.rs`) decide when to invalidate
@@ -497,14 +496,10 @@ impl<H: MrHandler> Mr<H> {
     /// Records that the peer invalidated the mapping `m` (Send With
     /// Invalidate), if `proof` names its key, comes from the region's QP,
     /// and was delivered after the mapping's REG_MR was posted; returns
-    /// whether it did. Then [`Mr::unmap`] may undo the mapping. Never on a
-    /// device whose invalidation does not check the key: there a posted
-    /// REG_MR may still run after the peer's invalidation, and make the
-    /// region reachable again.
+    /// whether it did. Then [`Mr::unmap`] may undo the mapping. (No proof
+    /// is made on a device whose invalidation does not check the key: see
+    /// [`RemoteInvalidation`].)
     pub(crate) fn invalidated_by_peer(&self, m: &Mapped, proof: &RemoteInvalidation) -> bool {
-        if !self.qp.device().invalidation_checks_key() {
-            return false;
-        }
         let qp = self.qp.uid();
         let mut state = self.state.lock();
         let Some(mapping) = state.current(self.uid, m) else {

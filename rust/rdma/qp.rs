@@ -529,6 +529,10 @@ pub(crate) struct Qp {
     device: ARef<Device>,
     lkey: u32,
     uid: u64,
+    /// The device refuses a peer's invalidation of a key until the REG_MR
+    /// that sets it has run ([`Device::invalidation_checks_key`]): only
+    /// then is a Receive's invalidation a [`RemoteInvalidation`].
+    peer_inv_proves: bool,
     sq_done: AtomicU64,
     /// Receive completions delivered so far.
     rq_seen: AtomicU64,
@@ -588,6 +592,7 @@ impl Qp {
                 device: ARef::from(device),
                 lkey,
                 uid: super::next_uid(),
+                peer_inv_proves: device.invalidation_checks_key(),
                 sq_done: AtomicU64::new(0),
                 rq_seen: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
@@ -611,6 +616,12 @@ impl Qp {
     /// The device the QP is on, which it holds registered.
     pub(crate) fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Whether a Receive's invalidation proves anything on this QP (see
+    /// [`RemoteInvalidation`]).
+    pub(super) fn peer_inv_proves(&self) -> bool {
+        self.peer_inv_proves
     }
 
     /// The local DMA key of the QP's protection domain.
@@ -809,9 +820,10 @@ impl PinnedDrop for Qp {
 
 /// Proof that the peer invalidated `rkey` with a Send With Invalidate that
 /// arrived on a QP: made only from a successful Receive completion that
-/// carried `IB_WC_WITH_INVALIDATE`. Whether that leaves a region
-/// unreachable is the region's to say
-/// ([`Mr::invalidated_by_peer`](super::mr::Mr::invalidated_by_peer)).
+/// carried `IB_WC_WITH_INVALIDATE`, on a QP whose device refuses the
+/// peer's invalidation of a key until the REG_MR that sets it has run
+/// ([`Device::invalidation_checks_key`]; not siw, where a posted REG_MR
+/// may run after the invalidation and make the region reachable again).
 /// `index` counts the Receive completions of that QP handled before it
 /// (in the order the handler takes them, which need not be the order they
 /// arrived in), so a proof handled before

@@ -31,9 +31,11 @@ use kernel::{
 ///
 /// Send With Invalidate is offered when the device checks the key the
 /// server names (`invalidation_checks_key`, from
-/// `Device::invalidation_checks_key`). The C client always offers it; on
-/// siw a server that predicted a region's next key could then leave the
-/// region registered while its invalidation said it was not.
+/// `Device::invalidation_checks_key`), the same property by which the
+/// `rdma` layer takes a Receive's invalidation as proof
+/// (`RemoteInvalidation`). The C client always offers it; on siw a server
+/// that predicted a region's next key could then leave the region
+/// registered while its invalidation said it was not.
 pub(crate) fn local(invalidation_checks_key: bool) -> LocalSettings {
     LocalSettings {
         send_size: whole_kib(params::max_inline_write()),

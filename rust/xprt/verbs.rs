@@ -220,12 +220,6 @@ pub(crate) struct EpShared {
     /// The most credits this connection accepts: the transport's slot
     /// table size, or less if the device's queues are too short.
     pub(crate) max_requests: AtomicU32,
-    /// This connection offered the server Send With Invalidate, and so
-    /// takes a Receive's invalidation as proof that the server can no
-    /// longer reach the region it names. Not offered, and not trusted,
-    /// on a device that does not check the key (see `connect::local`).
-    /// Set before the first Receive is posted.
-    remote_inv_offered: AtomicBool,
     /// Whether send-queue work requests may be posted, and the memory
     /// regions with the RPCs holding them.
     #[pin]
@@ -256,7 +250,6 @@ impl EpShared {
             credits: AtomicU32::new(1),
             grant_logged: AtomicBool::new(false),
             max_requests: AtomicU32::new(max_requests),
-            remote_inv_offered: AtomicBool::new(false),
             regs <- new_spinlock!(Regs {
                 gate: Gate::Idle,
                 pool: MrPool::empty(),
@@ -364,12 +357,10 @@ impl EpShared {
     /// it off sunrpc's receive queue, before the next reply is looked up,
     /// as `MrPool::answer` requires.
     fn answer(&self, xid: u32, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
-        // A server that was not offered Send With Invalidate and uses it
-        // anyway proves nothing: the region gets a LOCAL_INV as if it had
-        // not (invalidating an invalid key is allowed).
-        let remote_inv = rep
-            .remote_invalidation()
-            .filter(|_| self.remote_inv_offered.load(Ordering::Acquire));
+        // None on a device that does not check the key (siw), which is
+        // also where Send With Invalidate is not offered (`connect::local`):
+        // the region then gets a LOCAL_INV, allowed on an invalid key.
+        let remote_inv = rep.remote_invalidation();
         let d = Deferred { rqst, outcome, rep };
         let (answer, posted, remote, ok) = {
             let mut regs = self.regs.lock();
@@ -964,9 +955,6 @@ impl Endpoint {
             .stats
             .mrs_allocated
             .fetch_add(u64::from(MRS), Ordering::Relaxed);
-        ep.shared
-            .remote_inv_offered
-            .store(local.remote_invalidation, Ordering::Release);
         // With no RNR retries the server must never find no Receive: post
         // them all before connecting, as the C client does. Each belongs to
         // the QP until its completion hands it back.
