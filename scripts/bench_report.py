@@ -72,7 +72,7 @@ def seq_job(rw, bs):
 SCALING_JOBS = [randread_job(qd, nj) for nj in NUMJOBS for qd in IODEPTHS] + \
     [seq_job(rw, bs) for rw in ("read", "write") for bs, _ in BLOCKS]
 JOBS = BASE_JOBS + [j for j in SCALING_JOBS if j not in BASE_JOBS]
-PROFILE_JOBS = ["seqread-1m", "randread-4k-qd16"]
+PROFILE_JOBS = ["seqread-1m", "randread-4k-qd16", "metadata"]
 
 
 def read_params(run_dir):
@@ -592,7 +592,8 @@ def instructions(results):
         return stats, []
     lines.append("Client guest instructions per operation (QEMU insn_count plugin; medians of")
     lines.append("the repetitions, min-max in brackets; kernel = upper-half addresses, total adds")
-    lines.append("user space; an operation is one fio block, ramp included).")
+    lines.append("user space; an operation is one fio block, ramp included, or one create, stat")
+    lines.append("or remove of the metadata job).")
     head = f"  {'job':<22}" + "".join(f"{label + ' kernel':>26}" for label, _, _ in TRANSPORTS)
     lines.append(head + f"{'rs/C kernel':>12}{'rs/C total':>11}")
     for job in JOBS:

@@ -48,8 +48,9 @@ SCALING_JOBS="randread-4k-qd4:randread:4k:4:1 randread-4k-qd64:randread:4k:64:1
 	randread-4k-qd16-nj4:randread:4k:16:4 randread-4k-qd64-nj4:randread:4k:64:4
 	seqread-4k:read:4k:1:1 seqread-64k:read:64k:1:1 seqread-256k:read:256k:1:1
 	seqwrite-4k:write:4k:1:1 seqwrite-64k:write:64k:1:1 seqwrite-256k:write:256k:1:1"
-# Run once more under perf after the measured repetitions, over RDMA.
-PROFILE_JOBS="seqread-1m randread-4k-qd16"
+# Run once more under perf (or counted by function) after the measured
+# repetitions, over RDMA. metadata is the metadata job, not a fio job.
+PROFILE_JOBS="seqread-1m randread-4k-qd16 metadata"
 
 # proto_jobs PROTO: the fio jobs measured over PROTO.
 # shellcheck disable=SC2086 # the lists are split into words on purpose
@@ -151,8 +152,10 @@ metadata_job() {
 # shares by module). Fails with the reason in $why.
 profile_job() {
 	local name=$1 spec rw bs depth nj data=/tmp/perf-$1.data log=$out/perf-$1.log fio_pid rc dur
-	spec=$(job_spec "$name") || { why="no job $name"; return 1; }
-	IFS=: read -r _ rw bs depth nj <<<"$spec"
+	if [ "$name" != metadata ]; then
+		spec=$(job_spec "$name") || { why="no job $name"; return 1; }
+		IFS=: read -r _ rw bs depth nj <<<"$spec"
+	fi
 	[ -n "$insn" ] && { insn_profile_job; return; }
 	command -v perf >/dev/null || { why="no perf (linux-perf on the host)"; return 1; }
 	# Kernel symbols for perf, and system-wide sampling, without asking.
@@ -163,7 +166,11 @@ profile_job() {
 		why="cannot open kallsyms and perf events to perf"
 		return 1
 	fi
-	run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/perf-$name-fio.json" &
+	if [ "$name" = metadata ]; then
+		metadata_job "$mnt/meta-profile" >"$out/perf-$name-fio.err" 2>&1 &
+	else
+		run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/perf-$name-fio.json" &
+	fi
 	fio_pid=$!
 	# Past fio's ramp, and done before its end: the steady state only.
 	sleep 1
@@ -203,6 +210,16 @@ insn_profile_job() {
 		why="cannot open kallsyms"
 		return 1
 	}
+	if [ "$name" = metadata ]; then
+		# One operation per create, stat and remove.
+		mark
+		metadata_job "$mnt/meta-profile" >"$out/profile-$name-fio.err" 2>&1
+		rc=$?
+		mark profile
+		marked "$proto-profile-$name" 0 "$((nfiles * 3))" 1
+		[ "$rc" = 0 ] || { why="metadata job failed: $(head -2 "$out/profile-$name-fio.err" | tr '\n' ' ')"; return 1; }
+		return 0
+	fi
 	b0=$(direct_bytes)
 	mark
 	run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/profile-$name-fio.json"
@@ -245,9 +262,12 @@ for proto in $protos; do
 		tag=$proto-metadata-$rep
 		c0=$(cpu_busy); s0=$(server_cpu_busy "$tag-0")
 		t0=$(date +%s%N)
+		mark
 		metadata_job "$mnt/meta-$rep"
 		status=$?
+		mark
 		t1=$(date +%s%N)
+		marked "$tag" 0 "$((nfiles * 3))" 1
 		c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
 		echo "$tag client_jiffies=$((c1 - c0)) server_jiffies=$((s1 - s0))" >>"$out/cpu.txt"
 		echo "$tag ops=$((nfiles * 3)) ns=$((t1 - t0))" >>"$out/metadata.txt"
