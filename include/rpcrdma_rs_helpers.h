@@ -35,6 +35,7 @@ struct net;
 struct rpc_rqst;
 struct rpc_xprt;
 struct sockaddr_storage;
+struct xdr_buf;
 
 /**
  * struct rpcrdma_rs_show - a debugfs file rendered by a callback
@@ -177,18 +178,17 @@ struct net *rpcrdma_rs_xprt_net(const struct rpc_xprt *xprt);
 unsigned int rpcrdma_rs_xprt_max_reqs(const struct rpc_xprt *xprt);
 void rpcrdma_rs_xprt_peer(const struct rpc_xprt *xprt, char *buf, size_t len);
 u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst);
-u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst);
-int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,
-			      void *buf, u32 len);
 void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
 			      u32 *page_len);
 struct rpc_rqst *rpcrdma_rs_lookup_pin(struct rpc_xprt *xprt, u32 xid);
 /**
  * struct rpcrdma_rs_xdr_layout - one of a request's xdr_bufs
+ * @buf: the xdr_buf itself, for rpcrdma_rs_xdr_read()
  * @ddp: the page data may be placed directly (XDRBUF_READ, XDRBUF_WRITE)
  * @ddp_allowed: the request's security flavor allows direct placement
  */
 struct rpcrdma_rs_xdr_layout {
+	const struct xdr_buf *buf;
 	void *head;
 	u32 head_len;
 	struct page **pages;
@@ -202,8 +202,11 @@ struct rpcrdma_rs_xdr_layout {
 	bool ddp_allowed;
 };
 
-int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
-			   struct rpcrdma_rs_xdr_layout *out);
+int rpcrdma_rs_rqst_layouts(struct rpc_rqst *rqst,
+			    struct rpcrdma_rs_xdr_layout *call,
+			    struct rpcrdma_rs_xdr_layout *reply);
+int rpcrdma_rs_xdr_read(const struct xdr_buf *buf, u32 offset, void *out,
+			u32 len);
 int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 			    u32 writelist);
 void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);

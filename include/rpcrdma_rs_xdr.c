@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The requests' xdr_bufs for rpcrdma_rs.ko (from the C rpc_rdma.c):
- * reading a Call, describing both buffers for chunk planning, placing an
+ * describing both buffers for chunk planning, reading a Call, placing an
  * inline Reply (rpcrdma_inline_fixup), and finding, completing and
  * releasing requests by XID.
  */
@@ -16,17 +16,6 @@
 u32 rpcrdma_rs_rqst_xid(const struct rpc_rqst *rqst)
 {
 	return be32_to_cpu(rqst->rq_xid);
-}
-
-u32 rpcrdma_rs_rqst_call_len(const struct rpc_rqst *rqst)
-{
-	return rqst->rq_snd_buf.len;
-}
-
-int rpcrdma_rs_rqst_read_call(const struct rpc_rqst *rqst, u32 offset,
-			      void *buf, u32 len)
-{
-	return read_bytes_from_xdr_buf(&rqst->rq_snd_buf, offset, buf, len);
 }
 
 void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
@@ -65,19 +54,11 @@ static int rpcrdma_rs_alloc_sparse_pages(struct xdr_buf *buf)
 	return 0;
 }
 
-/*
- * Describes the Call's send buffer (@reply false) or the Reply's receive
- * buffer (@reply true) for chunk planning and registration.  Sparse
- * receive pages are allocated first: they are about to be registered.
- */
-int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
-			   struct rpcrdma_rs_xdr_layout *out)
+static void rpcrdma_rs_describe(const struct xdr_buf *buf, bool ddp,
+				bool ddp_allowed,
+				struct rpcrdma_rs_xdr_layout *out)
 {
-	struct xdr_buf *buf = reply ? &rqst->rq_rcv_buf : &rqst->rq_snd_buf;
-	int rc = 0;
-
-	if (reply)
-		rc = rpcrdma_rs_alloc_sparse_pages(buf);
+	out->buf = buf;
 	out->head = buf->head[0].iov_base;
 	out->head_len = buf->head[0].iov_len;
 	out->pages = buf->pages;
@@ -87,16 +68,42 @@ int rpcrdma_rs_rqst_layout(struct rpc_rqst *rqst, bool reply,
 	out->tail_len = buf->tail[0].iov_len;
 	out->buflen = buf->buflen;
 	out->len = buf->len;
-	out->ddp = reply ? !!(buf->flags & XDRBUF_READ) :
-			   !!(buf->flags & XDRBUF_WRITE);
+	out->ddp = ddp;
+	out->ddp_allowed = ddp_allowed;
+}
+
+/*
+ * Describes the Call's send buffer into @call and, unless @reply is NULL
+ * (a backchannel reply expects none), the Reply's receive buffer into
+ * @reply, for chunk planning and registration: one call per Call.  Sparse
+ * receive pages are allocated first: they are about to be registered.
+ */
+int rpcrdma_rs_rqst_layouts(struct rpc_rqst *rqst,
+			    struct rpcrdma_rs_xdr_layout *call,
+			    struct rpcrdma_rs_xdr_layout *reply)
+{
 	/*
 	 * Security flavors that checksum or encrypt the payload (krb5i,
 	 * krb5p) forbid DDP.  RPCAUTH_AUTH_DATATOUCH is a bit number.
 	 */
-	out->ddp_allowed = !(rqst->rq_cred &&
-			     test_bit(RPCAUTH_AUTH_DATATOUCH,
-				      &rqst->rq_cred->cr_auth->au_flags));
+	bool allowed = !(rqst->rq_cred &&
+			 test_bit(RPCAUTH_AUTH_DATATOUCH,
+				  &rqst->rq_cred->cr_auth->au_flags));
+	struct xdr_buf *snd = &rqst->rq_snd_buf, *rcv = &rqst->rq_rcv_buf;
+	int rc;
+
+	rpcrdma_rs_describe(snd, !!(snd->flags & XDRBUF_WRITE), allowed, call);
+	if (!reply)
+		return 0;
+	rc = rpcrdma_rs_alloc_sparse_pages(rcv);
+	rpcrdma_rs_describe(rcv, !!(rcv->flags & XDRBUF_READ), allowed, reply);
 	return rc;
+}
+
+int rpcrdma_rs_xdr_read(const struct xdr_buf *buf, u32 offset, void *out,
+			u32 len)
+{
+	return read_bytes_from_xdr_buf(buf, offset, out, len);
 }
 
 static void rpcrdma_rs_copy_to_pages(struct page **pages, unsigned int base,

@@ -472,12 +472,22 @@ pub struct WriteList<'a> {
     /// excluded.
     raw: &'a [u8],
     count: usize,
+    /// Sum of the lengths of every segment of every chunk, added up as
+    /// they were decoded.
+    total: u64,
 }
 
 impl<'a> WriteList<'a> {
     /// Number of Write chunks.
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    /// Sum of the segment lengths of all its chunks: for a Reply, the
+    /// bytes the Responder wrote. As [`SegmentArray::total_length`] of
+    /// each chunk, added without walking the list again.
+    pub fn total_length(&self) -> u64 {
+        self.total
     }
 
     /// True when the list is empty.
@@ -580,25 +590,25 @@ fn span(buf: &[u8], from: usize, to: usize) -> Result<&[u8], DecodeError> {
 }
 
 /// Decodes a counted array of at most `max` segments; returns its segment
-/// bytes (count word excluded).
+/// bytes (count word excluded) and the sum of their lengths.
 fn decode_segment_array<'a>(
     buf: &'a [u8],
     r: &mut XdrReader<'a>,
     max: u32,
     too_many: DecodeError,
-) -> Result<SegmentArray<'a>, DecodeError> {
+) -> Result<(SegmentArray<'a>, u64), DecodeError> {
     let count = r.get_u32()?;
     // Check the count before looping so a hostile count costs nothing.
     if count > max {
         return Err(too_many);
     }
     let start = r.position();
+    let mut total = 0u64;
     for _ in 0..count {
-        Segment::decode(r)?;
+        total = total.saturating_add(u64::from(Segment::decode(r)?.length));
     }
-    Ok(SegmentArray {
-        raw: span(buf, start, r.position())?,
-    })
+    let raw = span(buf, start, r.position())?;
+    Ok((SegmentArray { raw }, total))
 }
 
 fn decode_chunk_lists<'a>(
@@ -629,33 +639,37 @@ fn decode_chunk_lists<'a>(
     // Write list: a linked list of counted arrays (section 4.2.1.2).
     let start = r.position();
     let mut count: usize = 0;
+    let mut total = 0u64;
     let mut end = start;
     while decode_discriminator(r)? {
         if count >= limits.max_write_chunks as usize {
             return Err(DecodeError::TooManyWriteChunks);
         }
-        decode_segment_array(
+        let (_, bytes) = decode_segment_array(
             buf,
             r,
             limits.max_segments_per_chunk,
             DecodeError::TooManySegments,
         )?;
+        total = total.saturating_add(bytes);
         count = count.saturating_add(1);
         end = r.position();
     }
     let write_list = WriteList {
         raw: span(buf, start, end)?,
         count,
+        total,
     };
 
     // Reply chunk: optional counted array (section 4.2.1.3).
     let reply_chunk = if decode_discriminator(r)? {
-        Some(decode_segment_array(
+        let (chunk, _) = decode_segment_array(
             buf,
             r,
             limits.max_reply_segments,
             DecodeError::TooManyReplySegments,
-        )?)
+        )?;
+        Some(chunk)
     } else {
         None
     };
@@ -768,10 +782,7 @@ impl<'a> Header<'a> {
         if !lists.read_list.is_empty() {
             return Err(ReplyError::ReadListPresent);
         }
-        let written = lists
-            .write_list
-            .iter()
-            .fold(0u64, |acc, c| acc.saturating_add(c.total_length()));
+        let written = lists.write_list.total_length();
         let reply_len = lists.reply_chunk.map_or(0, |c| c.total_length());
         match self.body {
             Body::Msg(_) => {

@@ -232,42 +232,30 @@ impl<'a> Rqst<'a> {
         unsafe { bindings::rpcrdma_rs_rqst_xid(self.as_ptr()) }
     }
 
-    /// Length of the marshalled Call.
-    pub(crate) fn call_len(&self) -> u32 {
-        // SAFETY: The request is live (type invariant); its Call is encoded
-        // before it is transmitted, and not changed while it is.
-        unsafe { bindings::rpcrdma_rs_rqst_call_len(self.as_ptr()) }
-    }
-
-    /// Copies Call bytes from `offset` on into all of `out`.
-    pub(crate) fn read_call(&self, offset: u32, out: &mut [u8]) -> Result {
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
-        if offset
-            .checked_add(len)
-            .map_or(true, |end| end > self.call_len())
-        {
-            return Err(EINVAL);
-        }
-        // SAFETY: The request is live (type invariant), and its Call not
-        // changed while it is transmitted; `out` is writable for `len`
-        // bytes.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_rqst_read_call(self.as_ptr(), offset, out.as_mut_ptr().cast(), len)
-        })
-    }
-
-    /// The Call's send buffer (`reply` false) or the Reply's receive buffer.
-    pub(crate) fn layout(&self, reply: bool) -> Result<XdrLayout<'a>> {
-        let mut raw = bindings::rpcrdma_rs_xdr_layout::default();
+    /// The Call's send buffer and, unless `bc_reply` (a backchannel reply
+    /// expects no reply), the Reply's receive buffer, described in one
+    /// call into C.
+    pub(crate) fn layouts(&self, bc_reply: bool) -> Result<(XdrLayout<'a>, Option<XdrLayout<'a>>)> {
+        let mut call = bindings::rpcrdma_rs_xdr_layout::default();
+        let mut reply = bindings::rpcrdma_rs_xdr_layout::default();
+        let reply_ptr: *mut bindings::rpcrdma_rs_xdr_layout = if bc_reply {
+            core::ptr::null_mut()
+        } else {
+            &mut reply
+        };
         // SAFETY: The request is live and held by sunrpc (type invariant);
         // the helper allocates receive pages into it through the raw
-        // pointer (no Rust reference to it exists) and fills `raw`.
-        to_result(unsafe { bindings::rpcrdma_rs_rqst_layout(self.as_ptr(), reply, &mut raw) })?;
-        // INVARIANT: the layout of this request's buffer, held for `'a`.
-        Ok(XdrLayout {
+        // pointer (no Rust reference to it exists) and fills `call`, and
+        // `reply` unless its pointer is NULL.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_rqst_layouts(self.as_ptr(), &mut call, reply_ptr)
+        })?;
+        // INVARIANT: the layouts of this request's buffers, held for `'a`.
+        let layout = |raw| XdrLayout {
             raw,
             _rqst: PhantomData,
-        })
+        };
+        Ok((layout(call), (!bc_reply).then(|| layout(reply))))
     }
 }
 
@@ -328,6 +316,24 @@ impl XdrLayout<'_> {
     /// (not GSS integrity or privacy).
     pub(crate) fn ddp_allowed(&self) -> bool {
         self.raw.ddp_allowed
+    }
+
+    /// Copies the message's bytes from `offset` on into all of `out`.
+    pub(crate) fn read(&self, offset: u32, out: &mut [u8]) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        if offset
+            .checked_add(len)
+            .map_or(true, |end| end > self.raw.len)
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: `buf` is the request's buffer, held for `'a` (type
+        // invariant), and its message not changed while the request is
+        // transmitted, the only time a layout exists; `out` is writable
+        // for `len` bytes.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_xdr_read(self.raw.buf, offset, out.as_mut_ptr().cast(), len)
+        })
     }
 
     /// Cuts the head into page pieces, appended to `out`.

@@ -33,7 +33,6 @@ use kernel::prelude::*;
 /// registered ([`Prepared::encode`]), and counted once posted
 /// ([`Prepared::count`]).
 pub(crate) struct Prepared<'a> {
-    rqst: &'a Rqst<'a>,
     xid: u32,
     call: XdrLayout<'a>,
     plan: chunks::Plan,
@@ -76,13 +75,8 @@ pub(crate) fn prepare<'a>(
     reads.clear();
     writes.clear();
     let xid = rqst.xid();
-    let call = rqst.layout(false)?;
     // A backchannel reply expects no reply: no receive buffer.
-    let reply = if bc_reply {
-        None
-    } else {
-        Some(rqst.layout(true)?)
-    };
+    let (call, reply) = rqst.layouts(bc_reply)?;
     let (plan, credit) = match &reply {
         // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
         // would be keyed by the server's XID and never invalidated.
@@ -108,7 +102,6 @@ pub(crate) fn prepare<'a>(
     // The pieces go into `Prepared` at once, so that its drop empties
     // them whatever fails below.
     let prepared = Prepared {
-        rqst,
         xid,
         call,
         plan,
@@ -194,7 +187,7 @@ impl Prepared<'_> {
             reply_chunk,
         )
         .map_err(|_| errno::emsgsize())?;
-        let used = marshal(out, hdr_len, self.rqst, &self.plan.call, &self.call)?;
+        let used = marshal(out, hdr_len, &self.plan.call, &self.call)?;
         self.advertised = Advertised {
             reads: read.len(),
             writes: written.len(),
@@ -273,18 +266,12 @@ fn whole_buffer_pieces(l: &XdrLayout<'_>, out: &mut Pieces) -> Result {
 /// Writes the part of the Call that goes inline by `plan` into `out` (the
 /// Send buffer, cut to the inline threshold) after the transport header,
 /// its first `hdr_len` bytes; returns the bytes used.
-fn marshal(
-    out: &mut [u8],
-    hdr_len: usize,
-    rqst: &Rqst<'_>,
-    plan: &CallPlan,
-    call: &XdrLayout<'_>,
-) -> Result<usize> {
+fn marshal(out: &mut [u8], hdr_len: usize, plan: &CallPlan, call: &XdrLayout<'_>) -> Result<usize> {
     let mut copy = |at: usize, offset: u32, len: u32| -> Result<usize> {
         let end = at
             .checked_add(usize::try_from(len)?)
             .ok_or_else(errno::emsgsize)?;
-        rqst.read_call(offset, out.get_mut(at..end).ok_or_else(errno::emsgsize)?)?;
+        call.read(offset, out.get_mut(at..end).ok_or_else(errno::emsgsize)?)?;
         Ok(end)
     };
     match plan {

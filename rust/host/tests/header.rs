@@ -262,6 +262,10 @@ fn empty_and_multiple_write_chunks() {
     let c = h.chunk_lists().unwrap();
     let lens: Vec<usize> = c.write_list.iter().map(|w| w.len()).collect();
     assert_eq!(lens, vec![1, 0, 1]);
+    // The list's total, added while decoding, is its chunks' sum.
+    assert_eq!(c.write_list.total_length(), 200);
+    let summed: u64 = c.write_list.iter().map(|w| w.total_length()).sum();
+    assert_eq!(c.write_list.total_length(), summed);
     assert!(c.reply_chunk.unwrap().is_empty());
     assert_eq!(reencode(&h), out[..n]);
     // The Reply limits allow one Write chunk only, as the C client does.

@@ -36,11 +36,14 @@ fuzz_target!(|data: &[u8]| {
                 assert!(ch.segments().all(|s| s.position == ch.position()));
             }
             assert_eq!(c.write_list.iter().count(), c.write_list.len());
+            let mut total = 0u64;
             for w in c.write_list.iter() {
                 assert!(w.len() <= limits.max_segments_per_chunk as usize);
                 assert!(w.iter().all(|s| s.is_valid()));
-                let _ = w.total_length();
+                total = total.saturating_add(w.total_length());
             }
+            // Added up while decoding, it is what walking the list gives.
+            assert_eq!(c.write_list.total_length(), total);
             if let Some(r) = c.reply_chunk {
                 assert!(r.len() <= limits.max_reply_segments as usize);
                 assert_eq!(r.iter().count(), r.len());
