@@ -183,7 +183,8 @@ void rpcrdma_rs_rqst_rcv_room(const struct rpc_rqst *rqst, u32 *buflen,
 struct rpc_rqst *rpcrdma_rs_lookup_pin(struct rpc_xprt *xprt, u32 xid);
 /**
  * struct rpcrdma_rs_xdr_layout - one of a request's xdr_bufs
- * @buf: the xdr_buf itself, for rpcrdma_rs_xdr_read()
+ * @buf: the send buffer's xdr_buf, for rpcrdma_rs_xdr_read(); NULL for
+ *	the receive buffer
  * @ddp: the page data may be placed directly (XDRBUF_READ, XDRBUF_WRITE)
  * @ddp_allowed: the request's security flavor allows direct placement
  */

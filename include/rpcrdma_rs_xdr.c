@@ -58,7 +58,7 @@ static void rpcrdma_rs_describe(const struct xdr_buf *buf, bool ddp,
 				bool ddp_allowed,
 				struct rpcrdma_rs_xdr_layout *out)
 {
-	out->buf = buf;
+	out->buf = NULL;
 	out->head = buf->head[0].iov_base;
 	out->head_len = buf->head[0].iov_len;
 	out->pages = buf->pages;
@@ -76,7 +76,11 @@ static void rpcrdma_rs_describe(const struct xdr_buf *buf, bool ddp,
  * Describes the Call's send buffer into @call and, unless @reply is NULL
  * (a backchannel reply expects none), the Reply's receive buffer into
  * @reply, for chunk planning and registration: one call per Call.  Sparse
- * receive pages are allocated first: they are about to be registered.
+ * receive pages are allocated first: they are about to be registered; if
+ * that fails, the error is returned and @reply must not be used.  Only
+ * @call names its xdr_buf, for rpcrdma_rs_xdr_read(): the send buffer
+ * does not change while the Call is transmitted, and a reply to an
+ * earlier transmission may be placed in the receive buffer meanwhile.
  */
 int rpcrdma_rs_rqst_layouts(struct rpc_rqst *rqst,
 			    struct rpcrdma_rs_xdr_layout *call,
@@ -93,6 +97,7 @@ int rpcrdma_rs_rqst_layouts(struct rpc_rqst *rqst,
 	int rc;
 
 	rpcrdma_rs_describe(snd, !!(snd->flags & XDRBUF_WRITE), allowed, call);
+	call->buf = snd;
 	if (!reply)
 		return 0;
 	rc = rpcrdma_rs_alloc_sparse_pages(rcv);

@@ -268,7 +268,11 @@ impl<'a> Rqst<'a> {
 /// memory stays allocated until the transport's `buf_free` for the
 /// request returns. (GSS privacy frees the pages it encrypted a Call into
 /// when it encodes the Call again, through `rq_release_snd_buf`; the C
-/// glue wraps that to run `buf_free` first.)
+/// glue wraps that to run `buf_free` first.) `'a` is one `send_request`
+/// call ([`Rqst`]), during which sunrpc changes nothing of the request's
+/// send buffer. `raw.buf` is that send buffer's `xdr_buf` in the Call's
+/// layout, and NULL in the receive buffer's: a reply to an earlier
+/// transmission may be placed there meanwhile.
 pub(crate) struct XdrLayout<'a> {
     raw: bindings::rpcrdma_rs_xdr_layout,
     _rqst: PhantomData<&'a ()>,
@@ -318,19 +322,20 @@ impl XdrLayout<'_> {
         self.raw.ddp_allowed
     }
 
-    /// Copies the message's bytes from `offset` on into all of `out`.
+    /// Copies the Call's bytes from `offset` on into all of `out`; for the
+    /// send buffer's layout only (`EINVAL` for the receive buffer's).
     pub(crate) fn read(&self, offset: u32, out: &mut [u8]) -> Result {
         let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
-        if offset
-            .checked_add(len)
-            .map_or(true, |end| end > self.raw.len)
+        if self.raw.buf.is_null()
+            || offset
+                .checked_add(len)
+                .map_or(true, |end| end > self.raw.len)
         {
             return Err(EINVAL);
         }
-        // SAFETY: `buf` is the request's buffer, held for `'a` (type
-        // invariant), and its message not changed while the request is
-        // transmitted, the only time a layout exists; `out` is writable
-        // for `len` bytes.
+        // SAFETY: A non-NULL `buf` is the request's send buffer, held and
+        // unchanged for `'a` (type invariant), so its message is still
+        // `len` bytes long; `out` is writable for `len` bytes.
         to_result(unsafe {
             bindings::rpcrdma_rs_xdr_read(self.raw.buf, offset, out.as_mut_ptr().cast(), len)
         })
