@@ -33,7 +33,12 @@
 #   then of the page allocations (fail_page_alloc), made with the
 #   transport module's code on the stack, fails for 20 s (up to 40 s
 #   until one has) while verified fio runs on a hard NFSv3 mount; I/O
-#   errors are allowed then, wrong data is not. Afterwards
+#   errors are allowed then, wrong data is not. The I/O alone makes few
+#   page allocations with the module on the stack (none at all in some
+#   20 s windows), so a disconnect is injected as the page allocations
+#   start failing: the reconnect's allocations (its buffers, the QP's
+#   queues) are among those that fail, and the transport must connect
+#   again once they no longer do. Afterwards
 #   the mount must work: a file written before reads back intact, a new
 #   8 MiB file too, and with rpcrdma_rs every MR is back on the free list.
 #   The page allocator logs "page allocation failure" for what it fails;
@@ -613,6 +618,11 @@ inject() {
 		fio_pids=()
 		return 1
 	fi
+	local connects=""
+	if [ "$name" = fail_page_alloc ]; then
+		connects=$(mountstats_field "$mntf" 3)
+		arm_disconnect || tap_diag "$name: no disconnect could be armed ($fail_sunrpc)"
+	fi
 	pause "$INJECT_SECONDS"
 	local left times
 	for ((left = INJECT_SECONDS; left > 0; left--)); do
@@ -623,11 +633,13 @@ inject() {
 	fault_off "$dir"
 	read -r times <"$dir/times"
 	injected=$((FAULT_BUDGET - times))
+	[ -z "$connects" ] || echo 0 >"$fail_sunrpc/times"
 	pause 5
 	kill -INT "$pid" 2>/dev/null
 	wait "$pid"
 	rc=$?
 	fio_pids=()
+	[ -z "$connects" ] || tap_diag "$name: connections $connects before, $(mountstats_field "$mntf" 3) after"
 	cp "$scratch/fio-$name.txt" "$scratch/fio-$name.err" "$LOG_DIR/" 2>/dev/null
 	[ "$rc" = 137 ] && tap_diag "$name: fio had not ended 180 s after the injection: killed"
 	read -r w v < <(awk -F';' '$1 == 3 { w += $47; v += $6 } END { print w + 0, v + 0 }' \
