@@ -243,13 +243,11 @@ impl<'a> Rqst<'a> {
         } else {
             &mut reply
         };
+        let rqst = self.as_ptr();
         // SAFETY: The request is live and held by sunrpc (type invariant);
-        // the helper allocates receive pages into it through the raw
-        // pointer (no Rust reference to it exists) and fills `call`, and
-        // `reply` unless its pointer is NULL.
-        to_result(unsafe {
-            bindings::rpcrdma_rs_rqst_layouts(self.as_ptr(), &mut call, reply_ptr)
-        })?;
+        // C allocates receive pages into it (no Rust reference to it
+        // exists), fills `call`, and `reply` unless its pointer is NULL.
+        to_result(unsafe { bindings::rpcrdma_rs_rqst_layouts(rqst, &mut call, reply_ptr) })?;
         // INVARIANT: the layouts of this request's buffers, held for `'a`.
         let layout = |raw| XdrLayout {
             raw,
