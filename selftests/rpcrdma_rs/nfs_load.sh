@@ -633,13 +633,15 @@ inject() {
 	fault_off "$dir"
 	read -r times <"$dir/times"
 	injected=$((FAULT_BUDGET - times))
-	[ -z "$connects" ] || echo 0 >"$fail_sunrpc/times"
+	if [ "$name" = fail_page_alloc ] && [ -e "$fail_sunrpc/times" ]; then echo 0 >"$fail_sunrpc/times"; fi
 	pause 5
 	kill -INT "$pid" 2>/dev/null
 	wait "$pid"
 	rc=$?
 	fio_pids=()
-	[ -z "$connects" ] || tap_diag "$name: connections $connects before, $(mountstats_field "$mntf" 3) after"
+	if [ "$name" = fail_page_alloc ]; then
+		tap_diag "$name: connections ${connects:-?} before, $(mountstats_field "$mntf" 3) after"
+	fi
 	cp "$scratch/fio-$name.txt" "$scratch/fio-$name.err" "$LOG_DIR/" 2>/dev/null
 	[ "$rc" = 137 ] && tap_diag "$name: fio had not ended 180 s after the injection: killed"
 	read -r w v < <(awk -F';' '$1 == 3 { w += $47; v += $6 } END { print w + 0, v + 0 }' \
