@@ -810,6 +810,56 @@ impl<'a> Header<'a> {
     }
 }
 
+impl Header<'_> {
+    /// [`Header::classify_reply`], once the chunks the Reply returns are
+    /// checked against those its Call offered (`offer`), so that no byte
+    /// the Responder did not write is taken for Reply data: a Write list
+    /// only for an offered Write chunk, a Reply chunk and RDMA_NOMSG only
+    /// for an offered Reply chunk, and each returned chunk a prefix of
+    /// the offered one. For RDMA_MSG, `write_chunk_len` is then the bytes
+    /// written into the page data's segments, without the pad segment's.
+    pub fn check_reply(&self, offer: &Offer<'_>) -> Result<ReplyKind, ReplyError> {
+        let lists = match &self.body {
+            Body::Error(e) => return Ok(ReplyKind::Error(*e)),
+            Body::Msg(c) | Body::NoMsg(c) => c,
+        };
+        if matches!(self.body, Body::NoMsg(_)) && !matches!(offer, Offer::ReplyChunk(_)) {
+            return Err(ReplyError::NoMsgNotOffered);
+        }
+        let mut chunks = lists.write_list.iter();
+        let placed = match (chunks.next(), offer) {
+            (None, _) => 0,
+            (Some(chunk), Offer::WriteChunk { data, pad }) => {
+                let offered = data.iter().chain(pad.iter()).copied();
+                check_returned(chunk, offered, data.len()).map_err(|m| match m {
+                    Mismatch::Differs => ReplyError::WriteChunkMismatch,
+                    Mismatch::TooLong => ReplyError::WriteChunkTooLong,
+                })?
+            }
+            (Some(_), _) => return Err(ReplyError::WriteListNotOffered),
+        };
+        if chunks.next().is_some() {
+            return Err(ReplyError::TooManyWriteChunks);
+        }
+        match (lists.reply_chunk, offer) {
+            (None, _) => {}
+            (Some(chunk), Offer::ReplyChunk(segs)) => {
+                check_returned(chunk, segs.iter().copied(), segs.len()).map_err(|m| match m {
+                    Mismatch::Differs => ReplyError::ReplyChunkMismatch,
+                    Mismatch::TooLong => ReplyError::ReplyChunkTooLong,
+                })?;
+            }
+            (Some(_), _) => return Err(ReplyError::ReplyChunkNotOffered),
+        }
+        match self.classify_reply()? {
+            ReplyKind::Inline { .. } => Ok(ReplyKind::Inline {
+                write_chunk_len: placed,
+            }),
+            kind => Ok(kind),
+        }
+    }
+}
+
 /// Where a received Reply's RPC message is, per [`Header::classify_reply`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplyKind {
@@ -840,6 +890,107 @@ pub enum ReplyError {
     WriteListUsedWithNoMsg,
     /// An RDMA_NOMSG Reply has no data in its Reply chunk.
     EmptyReplyChunk,
+    /// A Write list came back, but the Call offered no Write chunk.
+    WriteListNotOffered,
+    /// The Write list has more chunks than the Call offered.
+    TooManyWriteChunks,
+    /// The returned Write chunk is not the offered one filled in order:
+    /// more segments than offered, a handle or offset that differs, or a
+    /// segment written after one left short.
+    WriteChunkMismatch,
+    /// A returned Write chunk segment is longer than the one offered.
+    WriteChunkTooLong,
+    /// A Reply chunk came back, but the Call offered none.
+    ReplyChunkNotOffered,
+    /// RDMA_NOMSG, but the Call offered no Reply chunk to carry the Reply.
+    NoMsgNotOffered,
+    /// The returned Reply chunk is not the offered one filled in order
+    /// (as [`ReplyError::WriteChunkMismatch`]).
+    ReplyChunkMismatch,
+    /// A returned Reply chunk segment is longer than the one offered.
+    ReplyChunkTooLong,
+}
+
+impl ReplyError {
+    /// The line a requester logs when it refuses a Reply for this reason.
+    /// The first four share one, as they always have.
+    pub const fn describe(&self) -> &'static str {
+        match self {
+            Self::ReadListPresent
+            | Self::ReplyChunkUsedWithMsg
+            | Self::WriteListUsedWithNoMsg
+            | Self::EmptyReplyChunk => "malformed reply chunk lists",
+            Self::WriteListNotOffered => "Write list but no Write chunk offered",
+            Self::TooManyWriteChunks => "Write list has more chunks than offered",
+            Self::WriteChunkMismatch => "Write chunk segments differ from those offered",
+            Self::WriteChunkTooLong => "Write chunk longer than offered",
+            Self::ReplyChunkNotOffered => "Reply chunk but none offered",
+            Self::NoMsgNotOffered => "RDMA_NOMSG reply but no Reply chunk offered",
+            Self::ReplyChunkMismatch => "Reply chunk segments differ from those offered",
+            Self::ReplyChunkTooLong => "Reply chunk longer than offered",
+        }
+    }
+}
+
+/// What a Call offered for its Reply to be written into, as its transport
+/// header advertised it ([`Header::check_reply`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer<'s> {
+    /// Neither a Write chunk nor a Reply chunk: the Reply comes inline.
+    Inline,
+    /// One Write chunk: the segments of the page data, then, if the data's
+    /// length is not a multiple of four, the XDR pad's segment
+    /// (C: `re_write_pad_mr`).
+    WriteChunk {
+        /// The page data's segments, in order.
+        data: &'s [Segment],
+        /// The pad segment, after them.
+        pad: Option<Segment>,
+    },
+    /// A Reply chunk, its segments in order.
+    ReplyChunk(&'s [Segment]),
+}
+
+/// How a returned chunk fails to match the one offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mismatch {
+    /// Another segment, or out of order.
+    Differs,
+    /// A segment longer than offered.
+    TooLong,
+}
+
+/// Checks a returned chunk against the segments `offered` for it: no more
+/// segments, each with the offered handle and offset and at most the
+/// offered length, and filled in order (after a segment left short, only
+/// empty ones), so that what the Responder wrote is a prefix of the
+/// memory offered, the only thing a delivery can take it for. Returns the
+/// bytes written into the first `data` segments.
+fn check_returned(
+    returned: SegmentArray<'_>,
+    offered: impl Iterator<Item = Segment>,
+    data: usize,
+) -> Result<u64, Mismatch> {
+    let mut offered = offered;
+    let mut short = false;
+    let mut placed = 0u64;
+    for (i, seg) in returned.iter().enumerate() {
+        let offer = offered.next().ok_or(Mismatch::Differs)?;
+        if seg.handle != offer.handle || seg.offset != offer.offset {
+            return Err(Mismatch::Differs);
+        }
+        if seg.length > offer.length {
+            return Err(Mismatch::TooLong);
+        }
+        if short && seg.length != 0 {
+            return Err(Mismatch::Differs);
+        }
+        short = seg.length < offer.length;
+        if i < data {
+            placed = placed.saturating_add(u64::from(seg.length));
+        }
+    }
+    Ok(placed)
 }
 
 /// An RDMA_MSG or RDMA_NOMSG header to encode, described by slices.

@@ -6,7 +6,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rpcrdma_proto::proto::header::{decode, DecodeLimits};
+use rpcrdma_proto::proto::header::{
+    decode, Body, DecodeLimits, Offer, ReplyError, ReplyKind, Segment,
+};
 
 const UNLIMITED: DecodeLimits = DecodeLimits {
     max_read_segments: u32::MAX,
@@ -26,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(n, len);
         assert_eq!(&out[..], &data[..len]);
         let _ = h.classify_reply();
+        check_against_offers(&h);
         if let Some(c) = h.chunk_lists() {
             assert!(c.read_list.len() <= limits.max_read_segments as usize);
             let in_chunks: usize = c.read_list.chunks().map(|ch| ch.len()).sum();
@@ -51,3 +54,46 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// Whatever was offered, the check never panics; offered exactly the
+/// chunk a Reply returns, it passes the offer checks, and it never counts
+/// more data than the offered data segments hold.
+fn check_against_offers(h: &rpcrdma_proto::proto::header::Header<'_>) {
+    for offer in [Offer::Inline, Offer::ReplyChunk(&[])] {
+        let _ = h.check_reply(&offer);
+    }
+    let Some(c) = h.chunk_lists() else {
+        return;
+    };
+    let offer_errors = |r: Result<ReplyKind, ReplyError>| {
+        !matches!(
+            r,
+            Err(ReplyError::WriteChunkMismatch
+                | ReplyError::WriteChunkTooLong
+                | ReplyError::ReplyChunkMismatch
+                | ReplyError::ReplyChunkTooLong)
+        )
+    };
+    if let Some(w) = c.write_list.first() {
+        let segs: Vec<Segment> = w.iter().collect();
+        let (data, pad) = match segs.split_last() {
+            Some((last, rest)) if last.length <= 4 => (rest, Some(*last)),
+            _ => (&segs[..], None),
+        };
+        let offer = Offer::WriteChunk { data, pad };
+        let r = h.check_reply(&offer);
+        assert!(offer_errors(r));
+        if let Ok(ReplyKind::Inline { write_chunk_len }) = r {
+            let room: u64 = data.iter().map(|s| u64::from(s.length)).sum();
+            assert!(write_chunk_len <= room);
+        }
+    }
+    if let Some(rc) = c.reply_chunk {
+        let segs: Vec<Segment> = rc.iter().collect();
+        let r = h.check_reply(&Offer::ReplyChunk(&segs));
+        assert!(offer_errors(r));
+        if matches!(h.body, Body::NoMsg(_)) && c.write_list.is_empty() {
+            assert!(!matches!(r, Err(ReplyError::NoMsgNotOffered)));
+        }
+    }
+}
