@@ -75,12 +75,13 @@ void rpcrdma_rs_bc_destroy(struct rpc_xprt *xprt, unsigned int reqs)
 	struct rpc_rqst *rqst, *tmp;
 	LIST_HEAD(doomed);
 
+	/* bc_alloc_count is bc_pa_lock's, as in backchannel_rqst.c. */
 	spin_lock(&xprt->bc_pa_lock);
 	list_splice_init(&xprt->bc_pa_list, &doomed);
+	xprt->bc_alloc_count -= list_count_nodes(&doomed);
 	spin_unlock(&xprt->bc_pa_lock);
 	list_for_each_entry_safe(rqst, tmp, &doomed, rq_bc_pa_list) {
 		list_del(&rqst->rq_bc_pa_list);
-		xprt->bc_alloc_count--;
 		kfree(container_of(rqst, struct rpcrdma_rs_bc_rqst, rqst));
 	}
 }
@@ -98,27 +99,39 @@ int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 	struct rpcrdma_rs_bc_rqst *b;
 	struct rpc_rqst *rqst;
 	struct xdr_buf *buf;
+	bool full = false;
 
 	if (!bc_serv)
 		return -ENOPROTOOPT;
 	if (len > PAGE_SIZE || len < 4)
 		return -EMSGSIZE;
 
+	/*
+	 * A new request is counted under the lock before it is allocated,
+	 * so that the limit holds against rpcrdma_rs_bc_destroy() too.
+	 */
 	spin_lock(&xprt->bc_pa_lock);
 	rqst = list_first_entry_or_null(&xprt->bc_pa_list, struct rpc_rqst,
 					rq_bc_pa_list);
 	if (rqst)
 		list_del(&rqst->rq_bc_pa_list);
+	else if (xprt->bc_alloc_count < RPCRDMA_RS_BC_MAX_ALLOC)
+		xprt->bc_alloc_count++;
+	else
+		full = true;
 	spin_unlock(&xprt->bc_pa_lock);
 	if (rqst) {
 		b = container_of(rqst, struct rpcrdma_rs_bc_rqst, rqst);
 	} else {
-		if (xprt->bc_alloc_count >= RPCRDMA_RS_BC_MAX_ALLOC)
+		if (full)
 			return -ENOBUFS;
 		b = kzalloc(sizeof(*b), GFP_NOWAIT | __GFP_NOWARN);
-		if (!b)
+		if (!b) {
+			spin_lock(&xprt->bc_pa_lock);
+			xprt->bc_alloc_count--;
+			spin_unlock(&xprt->bc_pa_lock);
 			return -ENOMEM;
-		xprt->bc_alloc_count++;
+		}
 		rqst = &b->rqst;
 		rqst->rq_xprt = xprt;
 		INIT_LIST_HEAD(&rqst->rq_bc_pa_list);

@@ -32,3 +32,30 @@ errnos! {
     /// Protocol not available.
     enoprotoopt => ENOPROTOOPT,
 }
+
+/// True for the errnos after which sunrpc's `call_connect_status` (Linux
+/// 6.12) tries to connect again rather than fail the RPC: the refusals,
+/// the network's and the peer's failures, a timeout, a try-again. Not all
+/// of them are in this module's bindings: the kernel crate's have them.
+pub(crate) fn connect_retried(e: Error) -> bool {
+    use kernel::bindings as k;
+    let Ok(errno) = u32::try_from(-e.to_errno()) else {
+        return false;
+    };
+    [
+        k::ECONNREFUSED,
+        k::ECONNRESET,
+        k::ECONNABORTED,
+        k::ENETDOWN,
+        k::ENETUNREACH,
+        k::EHOSTUNREACH,
+        k::EPIPE,
+        k::EPROTO,
+        k::EADDRINUSE,
+        k::ENOTCONN,
+        k::EAGAIN,
+        k::ETIMEDOUT,
+        k::ENOBUFS,
+    ]
+    .contains(&errno)
+}

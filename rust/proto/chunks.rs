@@ -28,10 +28,10 @@
 //!   never both (section 3.5.3 lets it provide both).
 //! - A Write chunk covers the data item only (section 3.4.6.2, "SHOULD
 //!   NOT" include padding), but when the item's length is not a multiple of
-//!   four, the C client appends one extra 4-byte segment pointing at a
-//!   scratch pad buffer (C: `re_write_pad_mr`), so a Responder that writes
+//!   four, one extra 4-byte segment pointing at a scratch pad buffer
+//!   follows the data's (C: `re_write_pad_mr`), so a Responder that writes
 //!   the pad anyway does not write past the data. [`WritePlan::pad_segment`]
-//!   reports that.
+//!   says when.
 //! - A Reply chunk is provisioned for the largest possible Reply
 //!   (`rq_rcv_buf.buflen`), and covers the whole receive buffer.
 //!
@@ -258,8 +258,9 @@ pub struct WritePlan {
     pub position: u32,
     /// Bytes the data segments cover: the page data, not rounded up.
     pub len: u32,
-    /// The C client adds one more 4-byte segment for the XDR pad because
-    /// `len` is not a multiple of four (C: `re_write_pad_mr`).
+    /// One more 4-byte segment, of scratch memory, is offered after the
+    /// data's for the XDR pad, because `len` is not a multiple of four
+    /// (C: `re_write_pad_mr`).
     pub pad_segment: bool,
 }
 

@@ -20,7 +20,8 @@
 //! - A memory region's mapping is a token ([`Mapped`]); the region refuses
 //!   to undo a mapping the peer may still reach, and a region that was
 //!   posted is freed only after its QP is destroyed.
-//! - What a region maps comes from a request's buffers only ([`Piece`]).
+//! - What a region maps comes from a request's buffers only ([`Piece`]),
+//!   or is a scratch buffer the region owns ([`Mr::map_pad`](mr::Mr::map_pad)).
 
 pub(crate) mod buffer;
 pub(crate) mod client;

@@ -44,6 +44,7 @@
 
 use super::{
     buffer::{Completion, CompletionHandler, SendBuf},
+    piece::PadBuffer,
     qp::{Posting, Qp, RemoteInvalidation, SendWr},
     CmHandler, CmId, Piece,
 };
@@ -113,8 +114,9 @@ impl Mapped {
     }
 }
 
-/// The most REG_MRs one chained post takes, before its Send.
-pub(crate) const MAX_CHAIN: usize = 2 * bindings::RPCRDMA_RS_MAX_SEGS as usize;
+/// The most REG_MRs one chained post takes, before its Send: an RPC's
+/// two chunks, and a connection's Write chunk pad (posted with its first).
+pub(crate) const MAX_CHAIN: usize = 2 * bindings::RPCRDMA_RS_MAX_SEGS as usize + 1;
 
 /// A REG_MR prepared by [`Mr::prepare_reg`], for
 /// [`SendBuf::post_chained`](super::SendBuf::post_chained) to post. Not
@@ -224,6 +226,10 @@ struct MrState {
     /// The sequence number of the signaled LOCAL_INV whose completion has
     /// not come yet.
     inv_signaled: Option<u64>,
+    /// The pad buffer the current mapping maps ([`Mr::map_pad`]), kept
+    /// until it is undone (or, should it never be, until `drop` has
+    /// deregistered the region and undone it).
+    pad: Option<PadBuffer>,
 }
 
 impl MrState {
@@ -326,6 +332,7 @@ impl<H: MrHandler> Mr<H> {
                     next_gen: 0,
                     posted: false,
                     inv_signaled: None,
+                    pad: None,
                 }),
             }),
             GFP_KERNEL,
@@ -354,11 +361,41 @@ impl<H: MrHandler> Mr<H> {
     /// a new key; returns the mapping, whose segment is to be advertised.
     /// `EBUSY` while the region is mapped.
     pub(crate) fn map(&self, pieces: &[Piece], writing: bool, xid: u32) -> Result<Mapped> {
+        self.map_locked(&mut self.state.lock(), pieces, writing, xid)
+    }
+
+    /// Maps a scratch buffer of its own (a [`PadBuffer`]) into the region,
+    /// for the peer to write a Write chunk's XDR pad into (C:
+    /// `frwr_wp_create`); returns the mapping, whose segment is to be
+    /// advertised. The region frees the buffer when the mapping is undone.
+    /// Sleeps. `EBUSY` while the region is mapped.
+    pub(crate) fn map_pad(&self) -> Result<Mapped> {
+        let pad = PadBuffer::new()?;
+        let mut state = self.state.lock();
+        // The buffer goes into the region's state with the mapping (below),
+        // which `unmap` empties only once the mapping is undone; otherwise
+        // `drop` frees it only after deregistering the region and undoing
+        // the mapping. On error nothing is mapped.
+        // SAFETY: So the buffer stays until every mapping of it is undone.
+        let piece = unsafe { pad.piece() }?;
+        // C registers the pad with a zero XID.
+        let m = self.map_locked(&mut state, core::slice::from_ref(&piece), true, 0)?;
+        state.pad = Some(pad);
+        Ok(m)
+    }
+
+    /// [`Mr::map`], under the region's lock (`state`).
+    fn map_locked(
+        &self,
+        state: &mut MrState,
+        pieces: &[Piece],
+        writing: bool,
+        xid: u32,
+    ) -> Result<Mapped> {
         let n = u32::try_from(pieces.len()).map_err(|_| EINVAL)?;
         if n == 0 || n > self.depth {
             return Err(EINVAL);
         }
-        let mut state = self.state.lock();
         // A pending REG_MR outlives its mapping only on a destroyed QP.
         if state.mapping.is_some() || self.reg() != Reg::No {
             return Err(EBUSY);
@@ -366,10 +403,11 @@ impl<H: MrHandler> Mr<H> {
         let mut seg = bindings::rpcrdma_rs_mr_seg::default();
         // Not mapped: no work request reads the region's page list (the
         // last mapping was undone only once unreachable, see `unmap`).
-        // `Piece` is a transparent wrapper of the C piece.
-        // SAFETY: The region and its `depth`-entry scatterlist are live (type
-        // invariant) and not mapped; `pieces` has `n <= depth` entries, each
-        // a part of one page of a request's buffer (`Piece`'s invariant).
+        // `Piece` is a transparent wrapper of the C piece. The region and
+        // its `depth`-entry scatterlist are live (type invariant) and not
+        // mapped; `pieces` has `n <= depth` entries.
+        // SAFETY: As above; each piece is a part of one page that stays
+        // while it is mapped (`Piece`'s invariant).
         to_result(unsafe {
             bindings::rpcrdma_rs_mr_map(
                 self.qp.device().as_raw(),
@@ -548,6 +586,8 @@ impl<H: MrHandler> Mr<H> {
         // INVARIANT: unmapped; a pending REG_MR (of a destroyed QP) stays
         // its post's to mark, and keeps the region from being mapped again.
         state.mapping = None;
+        // Nothing reaches a pad buffer any more: it may go.
+        state.pad = None;
         if reg != Reg::Pending {
             self.reg.store(Reg::NO, Ordering::Release);
         }
@@ -660,9 +700,9 @@ impl<H: CompletionHandler> SendBuf<H> {
 #[pinned_drop]
 impl<H: MrHandler> PinnedDrop for Mr<H> {
     fn drop(self: Pin<&mut Self>) {
-        let (posted, mapped) = {
-            let state = self.state.lock();
-            (state.posted, state.mapping.is_some())
+        let (posted, mapping, pad) = {
+            let mut state = self.state.lock();
+            (state.posted, state.mapping, state.pad.take())
         };
         if posted {
             // A no-op once the QP is destroyed, as its owner does before
@@ -670,7 +710,9 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
             // a work request or a completion may still refer to it.
             let _ = self.qp.shutdown();
         }
-        if mapped {
+        // A pad buffer is the region's own, still here: its mapping is
+        // undone below, once the region is deregistered.
+        if mapping.is_some() && pad.is_none() {
             // Whoever had the mapping dropped it: the pages may be freed, so
             // leave them alone (unmapping may copy into them) and leak the
             // DMA mapping. The device cannot reach them through the region
@@ -683,8 +725,26 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
         // SAFETY: Ours (type invariant); nothing posted for the region is
         // outstanding (above) and its PD is live (held by `qp`).
         unsafe { bindings::rpcrdma_rs_dereg_mr(self.raw.as_ptr()) };
+        if let (Some(mapping), Some(_)) = (mapping, &pad) {
+            // `sg` holds the mapping's `nents` entries, mapped in its
+            // direction (type invariant), for a device `qp` holds
+            // registered; they are the pad buffer's, allocated until `pad`
+            // drops (below).
+            // SAFETY: As above, and nothing reaches them any more: only the
+            // region exposed them, and it is deregistered (above).
+            unsafe {
+                bindings::rpcrdma_rs_mr_unmap(
+                    self.qp.device().as_raw(),
+                    self.sg.as_ptr(),
+                    mapping.nents,
+                    mapping.writing,
+                )
+            };
+        }
         // SAFETY: Ours, and no mapping of it is undone any more.
         unsafe { bindings::rpcrdma_rs_free_sg(self.sg.as_ptr()) };
+        // The pad buffer last, its mapping undone (above).
+        drop(pad);
     }
 }
 

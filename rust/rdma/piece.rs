@@ -10,10 +10,12 @@
 //! `sunrpc::XdrLayout` is their one caller. sunrpc frees those buffers
 //! only after the transport's `buf_free` for the request returns, and
 //! `buf_free` waits until no region maps them any more (`XdrLayout` says
-//! how GSS privacy's re-encoding is held to this too).
+//! how GSS privacy's re-encoding is held to this too). The one other
+//! piece is a connection's Write chunk pad ([`PadBuffer`]), scratch memory
+//! that the region mapping it owns.
 
 use crate::bindings;
-use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
+use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*, types::Opaque};
 
 /// A part of one page of an RPC request's buffer, to register with
 /// [`Mr::map`](super::Mr::map).
@@ -21,8 +23,10 @@ use kernel::{alloc::KVec, page::PAGE_SIZE, prelude::*};
 /// # Invariants
 ///
 /// `page` is a page of a buffer of an RPC request, as laid out in its
-/// `xdr_buf` (head, page data or tail), and the piece lies within that
-/// buffer and within the page (`offset + len <= PAGE_SIZE`).
+/// `xdr_buf` (head, page data or tail), or of a [`PadBuffer`] that the
+/// region mapping the piece keeps until the mapping is undone (after the
+/// region is deregistered, if it goes mapped); the piece lies within
+/// that buffer and within the page (`offset + len <= PAGE_SIZE`).
 #[repr(transparent)]
 pub(crate) struct Piece(bindings::rpcrdma_rs_piece);
 
@@ -74,6 +78,59 @@ impl Piece {
             }
             Ok(page)
         })
+    }
+}
+
+/// Bytes of a [`PadBuffer`]: one XDR unit (C: `XDR_UNIT`).
+pub(crate) const PAD_LEN: u32 = 4;
+
+/// The scratch memory a Write chunk's pad segment exposes (C:
+/// `re_write_pad`): RFC 8166 lets a Responder write the XDR pad of a
+/// payload whose length is not a multiple of four, and the Requester
+/// offers this for it rather than memory past the payload. The peer may
+/// write it; nothing reads it.
+///
+/// # Invariants
+///
+/// `0` is a kmalloc'ed (so linear-mapped) buffer of [`PAD_LEN`] bytes,
+/// which the device may write while it is mapped (hence `Opaque`).
+pub(crate) struct PadBuffer(KBox<Opaque<[u8; PAD_LEN as usize]>>);
+
+impl PadBuffer {
+    /// A zeroed one. Sleeps.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(KBox::new(
+            Opaque::new([0; PAD_LEN as usize]),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// The buffer as one piece, for [`Mr::map_pad`](super::Mr::map_pad).
+    ///
+    /// # Safety
+    ///
+    /// The buffer must stay allocated until every mapping of the piece is
+    /// undone.
+    pub(crate) unsafe fn piece(&self) -> Result<Piece> {
+        let addr = self.0.get() as usize;
+        let offset = addr & (PAGE_SIZE - 1);
+        // A small kmalloc object is naturally aligned: never across a page.
+        if offset + PAD_LEN as usize > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: No precondition: an address that is not linear-mapped
+        // gives NULL.
+        let page = unsafe { bindings::rpcrdma_rs_virt_to_page(addr as *const _) };
+        if page.is_null() {
+            return Err(EINVAL);
+        }
+        // INVARIANT: the pad buffer's page, kept as the function's contract
+        // says, and the piece lies within it.
+        Ok(Piece(bindings::rpcrdma_rs_piece {
+            page,
+            offset: u32::try_from(offset)?,
+            len: PAD_LEN,
+        }))
     }
 }
 

@@ -50,6 +50,25 @@ fn whole_kib(size: u32) -> u32 {
     private_data::decode_size(private_data::encode_size(size))
 }
 
+/// What sunrpc is told of a failed connection attempt, whose own error
+/// `e` is logged and traced: `e` itself if `call_connect_status` (6.12)
+/// tries to connect again after it; `ENOTCONN` for a failed allocation,
+/// as C says for the allocations it can fail (`rpcrdma_ep_create`), so
+/// that every RPC waits for the next attempt; `EHOSTUNREACH` for the rest
+/// (the device gone or unable, a status of the connection manager), which
+/// fails a soft-connect RPC (mount's first call) at once, as C's errno
+/// would, and has any other wait 3 s and try again. Passed on as it is,
+/// such an errno would fail every RPC waiting, a hard mount's included.
+pub(crate) fn sunrpc_error(e: Error) -> Error {
+    if errno::connect_retried(e) {
+        e
+    } else if e == ENOMEM {
+        errno::enotconn()
+    } else {
+        errno::ehostunreach()
+    }
+}
+
 /// Address and route resolution time limit (C: RDMA_RESOLVE_TIMEOUT).
 pub(crate) const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// How long to wait for each connection manager event.

@@ -39,13 +39,26 @@
 //! - How many records each bucket of XIDs has is counted where it can be
 //!   read without the pool's lock ([`Recorded`]): an RPC whose bucket is
 //!   empty holds nothing, and `buf_free` returns at once.
+//! - One region is no RPC's: the Write chunks' pad (C: `re_write_pad_mr`),
+//!   a few bytes of scratch memory the region owns, mapped for the
+//!   server to write when the pool is made and unmapped only at the
+//!   drain. A Write chunk whose data length is not a multiple of four
+//!   offers it after its data segments, so that a server writing the XDR
+//!   pad (RFC 8166, section 3.4.6.2 lets it) does not fail; nothing of it
+//!   is ever delivered, so it needs no invalidation, and the server's
+//!   invalidation of it proves nothing about an RPC's regions.
 //!
 //! This file knows nothing of the connection: the regions' completion
 //! handler `H` and the deferred action `P` are the caller's.
 
+#[cfg(rpcrdma_rs_test_hooks)]
+use super::witness::Witness;
 use crate::{
     errno,
-    proto::{header::Segment, xid_index},
+    proto::{
+        header::{Offer, Segment},
+        xid_index,
+    },
     rdma::{Mapped, Mr, MrHandler, Piece, RegChain, RemoteInvalidation, MAX_CHAIN},
     sunrpc,
 };
@@ -64,8 +77,9 @@ pub(crate) const MAX_SEGS: usize = sunrpc::MAX_SEGS as usize;
 pub(crate) const MAX_DATA_PAGES: u32 = sunrpc::MAX_DATA_PAGES;
 /// Most regions one RPC holds: a Read chunk and a Write or Reply chunk.
 const MAX_RPC_MRS: usize = 2 * MAX_SEGS;
-// An RPC's REG_MRs go in one chain before its Send.
-const _: () = assert!(MAX_RPC_MRS <= MAX_CHAIN);
+// An RPC's REG_MRs go in one chain before its Send, after the pad's in
+// the connection's first.
+const _: () = assert!(MAX_RPC_MRS < MAX_CHAIN);
 
 /// A connection's memory regions, index `i` at `i`: shared by its pool
 /// and its sender, which posts their REG_MRs after letting the pool's
@@ -177,6 +191,10 @@ struct Record<P> {
     left: usize,
     /// `held[..read_count]` and `segs[..read_count]` are the Read chunk's.
     read_count: usize,
+    /// The rest are a Reply chunk's, not a Write chunk's.
+    writes_reply: bool,
+    /// The Write chunk offers the pool's pad segment after them.
+    pad: bool,
     phase: Phase,
     /// A reply was accepted: another is a duplicate.
     answered: bool,
@@ -201,6 +219,8 @@ impl<P> Record<P> {
             count: 0,
             left: 0,
             read_count: 0,
+            writes_reply: false,
+            pad: false,
             phase: Phase::Registered,
             answered: false,
             then: None,
@@ -264,10 +284,12 @@ pub(crate) enum Invalidated<P> {
 ///
 /// # Invariants
 ///
-/// Every region index is either in `free` or in exactly one record's
-/// `held` and not `gone` there, and `owner` names that record. Regions in
-/// `free` are unmapped, and `maps` has no mapping for them; a held region
-/// that is not `gone` has its mapping in `maps`.
+/// Every region index is either in `free`, or in exactly one record's
+/// `held` and not `gone` there, and `owner` names that record, or it is
+/// the pad's (`pad`), which no record holds and `owner` does not name.
+/// Regions in `free` are unmapped, and `maps` has no mapping for them; a
+/// held region that is not `gone` has its mapping in `maps`; the pad's
+/// mapping is in `pad`.
 struct Regions<H: MrHandler> {
     /// `None` in the empty pool, and once taken for deregistration.
     mrs: Option<Arc<MrList<H>>>,
@@ -280,6 +302,13 @@ struct Regions<H: MrHandler> {
     owner: KVec<Option<u32>>,
     /// Pages one region maps.
     depth: usize,
+    /// The Write chunks' pad: its region and mapping, from the pool's
+    /// making until the drain.
+    pad: Option<(u32, Mapped)>,
+    /// What the REG_MRs and LOCAL_INVs posted say of the regions, for the
+    /// test hooks' check of each delivery (`witness.rs`).
+    #[cfg(rpcrdma_rs_test_hooks)]
+    witness: Witness,
 }
 
 /// A connection's memory regions and the records of the RPCs holding them.
@@ -364,8 +393,9 @@ impl<H: MrHandler> Regions<H> {
     /// Prepares the REG_MRs of `rec` into `out`, in order, for the
     /// sender to post chained before the Send. On error the record is
     /// stranded (those prepared may yet be posted) until the drain.
-    fn prepare_regs(&self, rec: &mut Record<impl Sized>, out: &mut RegChain) -> Result {
-        for h in rec.held.get(..rec.count).unwrap_or(&[]) {
+    fn prepare_regs(&mut self, rec: &mut Record<impl Sized>, out: &mut RegChain) -> Result {
+        let count = rec.count;
+        for (h, _seg) in rec.held.iter().zip(rec.segs.iter()).take(count) {
             let i = h.index as usize;
             let prepared = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
                 (Some(mr), Some(m)) => mr.prepare_reg(m),
@@ -376,6 +406,8 @@ impl<H: MrHandler> Regions<H> {
                 rec.phase = Phase::Stranded;
                 return Err(e);
             }
+            #[cfg(rpcrdma_rs_test_hooks)]
+            self.witness.registered(h.index, rec.xid, _seg.handle);
         }
         Ok(())
     }
@@ -443,21 +475,26 @@ impl<H: MrHandler> Regions<H> {
 
     /// Posts LOCAL_INV for every region of `rec`, the last one signaled.
     /// Returns true if all were posted.
-    fn post_invalidates(&self, rec: &mut Record<impl Sized>) -> bool {
+    fn post_invalidates(&mut self, rec: &mut Record<impl Sized>) -> bool {
         let held = rec.held.get(..rec.count).unwrap_or(&[]);
         let Some(last) = held.iter().rev().find(|h| !h.gone).map(|h| h.index) else {
             return false;
         };
         for h in held.iter().filter(|h| !h.gone) {
             let i = h.index as usize;
+            // The rkey the LOCAL_INV names: the mapping's, as advertised.
             let posted = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
-                (Some(mr), Some(m)) => mr.post_local_inv(m, h.index == last),
+                (Some(mr), Some(m)) => mr
+                    .post_local_inv(m, h.index == last)
+                    .map(|()| m.segment().handle),
                 _ => Err(EINVAL),
             };
-            if posted.is_err() {
+            let Ok(_rkey) = posted else {
                 rec.phase = Phase::Stranded;
                 return false;
-            }
+            };
+            #[cfg(rpcrdma_rs_test_hooks)]
+            self.witness.local_inv_posted(h.index, _rkey);
         }
         rec.phase = Phase::Invalidating { signaled: last };
         true
@@ -481,6 +518,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
                 nfree: 0,
                 owner: KVec::new(),
                 depth: 1,
+                pad: None,
+                #[cfg(rpcrdma_rs_test_hooks)]
+                witness: Witness::empty(),
             },
             records: KVVec::new(),
             index: XidIndex::empty(),
@@ -492,7 +532,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// A pool of `mrs` (whose indices must be `0..mrs.len()`), mapping
     /// `depth` pages each, for at most `rpcs` RPCs at a time, counting its
     /// records in `recorded` (which counts none yet). Allocates everything
-    /// it will ever need.
+    /// it will ever need, and maps one of `mrs` as the Write chunks' pad:
+    /// the RPCs have the others. Sleeps.
     pub(crate) fn new(
         mrs: Arc<MrList<H>>,
         depth: u32,
@@ -520,16 +561,30 @@ impl<H: MrHandler, P> MrPool<H, P> {
             records.push(Record::free(), GFP_KERNEL)?;
         }
         let index = XidIndex::new(rpcs)?;
-        // INVARIANT: every region is free and unmapped, no record exists.
+        #[cfg(rpcrdma_rs_test_hooks)]
+        let witness = Witness::new(n)?;
+        // INVARIANT: every region is free and unmapped, no record exists;
+        // then the pad's is taken off the free list and mapped, in `pad`.
+        let mut regions = Regions {
+            mrs: Some(mrs),
+            maps,
+            nfree: free.len(),
+            free,
+            owner,
+            depth: usize::try_from(depth)?,
+            pad: None,
+            #[cfg(rpcrdma_rs_test_hooks)]
+            witness,
+        };
+        // The region maps nothing if this fails.
+        let pad_index = regions.pop_free().ok_or(EINVAL)?;
+        let pad = match regions.mrs().get(usize::try_from(pad_index)?) {
+            Some(mr) => mr.map_pad()?,
+            None => return Err(EINVAL),
+        };
+        regions.pad = Some((pad_index, pad));
         Ok(Self {
-            regions: Regions {
-                mrs: Some(mrs),
-                maps,
-                nfree: free.len(),
-                free,
-                owner,
-                depth: usize::try_from(depth)?,
-            },
+            regions,
             records,
             index,
             next_slot: 0,
@@ -611,14 +666,17 @@ impl<H: MrHandler, P> MrPool<H, P> {
     }
 
     /// Maps `reads` (for the server to read) and `writes` (for it to
-    /// write) into regions for RPC `xid`, cut at `depth` pages and at gaps;
-    /// returns the record's slot. The REG_MRs are not posted yet. Nothing
-    /// is held on error.
+    /// write: a Reply chunk if `writes_reply`, else a Write chunk, which
+    /// offers the pad segment after them if `pad`) into regions for RPC
+    /// `xid`, cut at `depth` pages and at gaps; returns the record's slot.
+    /// The REG_MRs are not posted yet. Nothing is held on error.
     pub(crate) fn register(
         &mut self,
         xid: u32,
         reads: &[Piece],
         writes: &[Piece],
+        writes_reply: bool,
+        pad: bool,
     ) -> Result<usize> {
         if reads.is_empty() && writes.is_empty() {
             return Err(EINVAL);
@@ -648,6 +706,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
         rec.count = 0;
         rec.left = 0;
         rec.read_count = 0;
+        rec.writes_reply = writes_reply;
+        rec.pad = pad && !writes_reply && !writes.is_empty() && self.regions.pad.is_some();
         rec.phase = Phase::Registered;
         rec.answered = false;
         rec.then = None;
@@ -691,6 +751,49 @@ impl<H: MrHandler, P> MrPool<H, P> {
         let (segs, reads) =
             live(&self.records, slot).map_or((&[][..], 0), |r| (r.segs(), r.read_count));
         segs.split_at(reads.min(segs.len()))
+    }
+
+    /// The pad segment the Write chunk of the record in `slot` offers after
+    /// its data segments, if it offers one.
+    pub(crate) fn write_pad(&self, slot: usize) -> Option<Segment> {
+        live(&self.records, slot)
+            .filter(|r| r.pad)
+            .and_then(|_| self.pad_segment())
+    }
+
+    /// The pad's segment, as advertised.
+    fn pad_segment(&self) -> Option<Segment> {
+        self.regions.pad.as_ref().map(|(_, m)| m.segment())
+    }
+
+    /// Prepares the pad's REG_MR into `out`: once per connection, before
+    /// (or in the same chain as) the first Send that may offer it. The pad
+    /// is not the witness's (no RPC's reply waits for it).
+    pub(crate) fn prepare_pad(&self, out: &mut RegChain) -> Result {
+        let Some((index, m)) = &self.regions.pad else {
+            return Ok(());
+        };
+        match self.regions.mrs().get(*index as usize) {
+            Some(mr) => out.push(mr.prepare_reg(m)?),
+            None => Err(EINVAL),
+        }
+    }
+
+    /// What RPC `xid` offered on this connection for its Reply to be
+    /// written into: nothing if it has no record (it registered nothing
+    /// here), or if its record has only a Read chunk.
+    pub(crate) fn offered(&self, xid: u32) -> Offer<'_> {
+        let Some(rec) = self.find(xid).and_then(|slot| live(&self.records, slot)) else {
+            return Offer::Inline;
+        };
+        match rec.segs().get(rec.read_count..).unwrap_or(&[]) {
+            [] => Offer::Inline,
+            segs if rec.writes_reply => Offer::ReplyChunk(segs),
+            segs => Offer::WriteChunk {
+                data: segs,
+                pad: if rec.pad { self.pad_segment() } else { None },
+            },
+        }
     }
 
     /// Prepares the REG_MRs of the record in `slot` into `out`, for the
@@ -902,6 +1005,20 @@ impl<H: MrHandler, P> MrPool<H, P> {
                 self.remove_record(slot);
             }
         }
+        // The pad, which only the drain makes unreachable. Were the QP not
+        // destroyed, it would stay mapped until its region goes (after
+        // `take_regions`), which deregisters it, then undoes the mapping
+        // and frees the buffer.
+        if let Some((index, m)) = self.regions.pad.take() {
+            let undone = match self.regions.mrs().get(index as usize) {
+                Some(mr) => mr.unmap(m),
+                None => Err(m),
+            };
+            match undone {
+                Ok(()) => self.regions.push_free(index),
+                Err(m) => self.regions.pad = Some((index, m)),
+            }
+        }
     }
 
     /// Every region, for deregistration once the QP is drained.
@@ -911,6 +1028,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         regions.nfree = 0;
         regions.owner = KVec::new();
         regions.maps = KVec::new();
+        regions.pad = None;
         regions.mrs.take()
     }
 
@@ -927,6 +1045,13 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// Pages one region maps.
     pub(crate) fn depth(&self) -> usize {
         self.regions.depth
+    }
+
+    /// The witness of what was posted for the regions, to tell it of
+    /// their completions and check deliveries against it.
+    #[cfg(rpcrdma_rs_test_hooks)]
+    pub(crate) fn witness(&mut self) -> &mut Witness {
+        &mut self.regions.witness
     }
 }
 

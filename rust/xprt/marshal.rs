@@ -19,7 +19,7 @@ use crate::{
     errno,
     proto::{
         chunks::{self, CallLayout, CallPlan, ReplyLayout, ReplyPlan, Thresholds},
-        header::{self, Body, DecodeLimits, ReadSegment, ReplyKind, Segment},
+        header::{self, Body, DecodeLimits, Offer, ReadSegment, ReplyKind, Segment},
         RPCRDMA_VERSION,
     },
     rdma::{Piece, Pieces},
@@ -141,6 +141,19 @@ impl Prepared<'_> {
         self.xid
     }
 
+    /// True if the pieces the server writes are a Reply chunk, false if
+    /// they are a Write chunk (or there are none).
+    pub(crate) fn offers_reply_chunk(&self) -> bool {
+        matches!(self.plan.reply, ReplyPlan::ReplyChunk { .. })
+    }
+
+    /// True if the Write chunk offers a segment for the XDR pad of its
+    /// data after the data's segments (C: `re_write_pad_mr`): the data's
+    /// length is not a multiple of four.
+    pub(crate) fn offers_write_pad(&self) -> bool {
+        matches!(self.plan.reply, ReplyPlan::WriteChunk(w) if w.pad_segment)
+    }
+
     /// What to register: the pieces the server reads (the Read chunk),
     /// and those it writes (the Write or Reply chunk). Both empty: the
     /// Call has no chunk.
@@ -151,12 +164,15 @@ impl Prepared<'_> {
     /// Writes the transport header into `out` (the Send buffer, of which
     /// the first `inline_send` bytes may be sent), advertising the
     /// segments `registered` for [`Prepared::pieces`] (none if both were
-    /// empty), then the inline part of the Call; returns the bytes used.
+    /// empty), and `pad` after a Write chunk's (the connection's pad
+    /// segment, if the record offers it: [`Prepared::offers_write_pad`]),
+    /// then the inline part of the Call; returns the bytes used.
     pub(crate) fn encode(
         &mut self,
         out: &mut [u8],
         inline_send: u32,
         registered: Option<(&[Segment], &[Segment])>,
+        pad: Option<Segment>,
     ) -> Result<usize> {
         let position = match self.plan.call {
             CallPlan::ReadChunk(r) => r.position,
@@ -168,10 +184,12 @@ impl Prepared<'_> {
         if read.len() > MAX_SEGS || written.len() > MAX_SEGS {
             return Err(errno::emsgsize());
         }
-        // Encoded from the record's segments where they lie.
+        // Encoded from the record's segments where they lie. The pad
+        // segment is counted in the Write chunk's segments on the wire, as
+        // C counts it (`rpcrdma_encode_write_list`).
         let segs = || written.iter().copied();
         let (write_chunk, reply_chunk) = match self.plan.reply {
-            ReplyPlan::WriteChunk(_) => (Some(segs()), None),
+            ReplyPlan::WriteChunk(_) => (Some(Iterator::chain(segs(), pad)), None),
             ReplyPlan::ReplyChunk { .. } => (None, Some(segs())),
             ReplyPlan::Inline => (None, None),
         };
@@ -188,6 +206,8 @@ impl Prepared<'_> {
         )
         .map_err(|_| errno::emsgsize())?;
         let used = marshal(out, hdr_len, &self.plan.call, &self.call)?;
+        // Not the pad segment (C counts it): every segment counted here is
+        // one that an RPC registered, and that is invalidated once.
         self.advertised = Advertised {
             reads: read.len(),
             writes: written.len(),
@@ -315,17 +335,18 @@ pub(crate) enum Incoming<'a> {
     /// message.
     BackchannelCall { body: &'a [u8] },
     /// A reply to a forward Call.
-    Reply(Reply),
+    Reply(Reply<'a>),
 }
 
 /// A transport header that answers a Call.
-pub(crate) struct Reply {
+pub(crate) struct Reply<'a> {
     pub(crate) xid: u32,
     /// The credit grant; none from an ERR_VERS sent in another version
     /// than 1, whose credit field speaks for that version.
     pub(crate) credit: Option<u32>,
     body_at: usize,
-    kind: Result<ReplyKind, header::ReplyError>,
+    /// Kept to be checked against what its Call offered.
+    hdr: header::Header<'a>,
 }
 
 /// Decodes the transport header of a received message.
@@ -350,7 +371,7 @@ pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
         xid,
         credit: (hdr.vers == RPCRDMA_VERSION).then_some(hdr.credit),
         body_at,
-        kind: hdr.classify_reply(),
+        hdr,
     })
 }
 
@@ -368,11 +389,20 @@ pub(crate) enum Outcome {
 /// Why a reply cannot be accepted for its RPC.
 pub(crate) type Rejected = &'static str;
 
-impl Reply {
-    /// Checks the reply against what its RPC offered: `buflen` bytes of
-    /// receive buffer, `page_room` of them in pages.
-    pub(crate) fn outcome(&self, buflen: u32, page_room: u32) -> Result<Outcome, Rejected> {
-        match self.kind {
+impl Reply<'_> {
+    /// Checks the reply against what its RPC offered: the chunks its
+    /// header advertised on this connection (`offer`; a Write list, a
+    /// Reply chunk or RDMA_NOMSG it did not offer, or a chunk that is not
+    /// a prefix of the offered one, would have memory the server never
+    /// wrote taken for Reply data), and `buflen` bytes of receive buffer,
+    /// `page_room` of them in pages.
+    pub(crate) fn outcome(
+        &self,
+        offer: &Offer<'_>,
+        buflen: u32,
+        page_room: u32,
+    ) -> Result<Outcome, Rejected> {
+        match self.hdr.check_reply(offer) {
             Ok(ReplyKind::Inline { write_chunk_len }) => match u32::try_from(write_chunk_len) {
                 Ok(written) if written <= page_room => Ok(Outcome::Inline {
                     body_at: self.body_at,
@@ -385,14 +415,14 @@ impl Reply {
                 _ => Err("Reply chunk longer than offered"),
             },
             Ok(ReplyKind::Error(_)) => Ok(Outcome::Failed(EIO)),
-            Err(_) => Err("malformed reply chunk lists"),
+            Err(e) => Err(e.describe()),
         }
     }
 
     /// The RDMA_ERROR this reply carries, if it is one.
     pub(crate) fn rdma_error(&self) -> Option<header::RdmaError> {
-        match self.kind {
-            Ok(ReplyKind::Error(e)) => Some(e),
+        match self.hdr.body {
+            Body::Error(e) => Some(e),
             _ => None,
         }
     }

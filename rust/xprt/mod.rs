@@ -20,6 +20,8 @@ mod probe;
 mod stats;
 mod transport;
 mod verbs;
+#[cfg(rpcrdma_rs_test_hooks)]
+mod witness;
 
 use crate::{debugfs, rdma, sunrpc};
 use kernel::{c_str, prelude::*, sync::Arc};
@@ -29,18 +31,23 @@ pub(crate) use ib_client::DeviceTracker;
 pub(crate) use probe::ConnectProbe;
 use transport::Registry;
 pub(crate) use transport::XprtState;
+#[cfg(rpcrdma_rs_test_hooks)]
+use witness::WitnessReport;
 
 /// Everything the module holds while loaded. Fields drop in order: the
 /// class first (no new transport after it; it shares the registry with
 /// them), the debugfs files (they read the tracker, the probe and the
 /// registry), then the client registration; the directory goes with its
-/// last file. The `connect` probe is a test hook (`probe.rs`), there only
-/// when built with `rpcrdma_rs_test_hooks`.
+/// last file. The `connect` probe (`probe.rs`) and the `witness` report
+/// (`witness.rs`) are test hooks, there only when built with
+/// `rpcrdma_rs_test_hooks`.
 pub(crate) struct Transport {
     _class: sunrpc::ClassRegistration<XprtState>,
     _xprts_file: Pin<KBox<debugfs::File<Registry>>>,
     #[cfg(rpcrdma_rs_test_hooks)]
     _connect_file: Pin<KBox<debugfs::File<ConnectProbe>>>,
+    #[cfg(rpcrdma_rs_test_hooks)]
+    _witness_file: Pin<KBox<debugfs::File<WitnessReport>>>,
     _devices_file: Pin<KBox<debugfs::File<DeviceTracker>>>,
     _devices: rdma::Registration<DeviceTracker>,
     _debugfs: debugfs::Dir,
@@ -54,6 +61,8 @@ impl Transport {
         // appears: an open file pins the module, even one whose init fails.
         #[cfg(rpcrdma_rs_test_hooks)]
         let probe = Arc::pin_init(ConnectProbe::new(), GFP_KERNEL)?;
+        #[cfg(rpcrdma_rs_test_hooks)]
+        let witness = Arc::new(WitnessReport, GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let debugfs = debugfs::Dir::new(c_str!("rpcrdma_rs"))?;
         let tracker = Arc::pin_init(DeviceTracker::new(), GFP_KERNEL)?;
@@ -61,6 +70,8 @@ impl Transport {
         let devices_file = debugfs::File::new(c_str!("devices"), &debugfs, devices.data().clone())?;
         #[cfg(rpcrdma_rs_test_hooks)]
         let connect_file = debugfs::File::new(c_str!("connect"), &debugfs, probe)?;
+        #[cfg(rpcrdma_rs_test_hooks)]
+        let witness_file = debugfs::File::new(c_str!("witness"), &debugfs, witness)?;
         // The harness takes this file as the sign that the class exists.
         let xprts_file = debugfs::File::new(c_str!("xprts"), &debugfs, registry.clone())?;
         let class = sunrpc::ClassRegistration::new(registry)?;
@@ -69,6 +80,8 @@ impl Transport {
             _xprts_file: xprts_file,
             #[cfg(rpcrdma_rs_test_hooks)]
             _connect_file: connect_file,
+            #[cfg(rpcrdma_rs_test_hooks)]
+            _witness_file: witness_file,
             _devices_file: devices_file,
             _devices: devices,
             _debugfs: debugfs,

@@ -6,6 +6,7 @@
 //! instances behind the debugfs `xprts` report.
 
 use super::{
+    connect,
     frwr::MAX_DATA_PAGES,
     stats::Stats,
     verbs::{Endpoint, EpShared},
@@ -201,7 +202,7 @@ impl XprtOps for XprtState {
                 // 5 minutes), which limits how often this is logged.
                 pr_warn!("{}: connection attempt failed: {:?}\n", self.xprt.peer(), e);
                 self.connect_failed.store(true, Ordering::Relaxed);
-                Err(e)
+                Err(connect::sunrpc_error(e))
             }
         }
     }

@@ -22,6 +22,7 @@ use crate::{
     proto::{
         chunks::Thresholds,
         credits::Credits,
+        header::Offer,
         private_data::{self, Negotiated},
     },
     rdma::{
@@ -55,9 +56,12 @@ pub(crate) const BC_CREDITS: u32 = sunrpc::BC_SLOTS;
 /// Send buffers beyond one per credit and backchannel reply: for Sends
 /// that complete after their reply.
 const EXTRA_SENDS: u32 = 8;
-/// Memory regions per connection: enough for every credit's RPC to have a
-/// few chunks registered; an RPC that finds none waits for one.
+/// Memory regions per connection for RPCs: enough for every credit's RPC
+/// to have a few chunks registered; an RPC that finds none waits for one.
 const MRS: u32 = sunrpc::MRS;
+/// Memory regions per connection: the RPCs', and the Write chunks' pad
+/// (`frwr.rs`), which only ever has its one REG_MR in the send queue.
+const REGIONS: u32 = MRS + 1;
 
 type Pool = MrPool<EpShared, Deferred>;
 
@@ -74,10 +78,27 @@ struct Regs {
 /// A reply held until the memory of its RPC is unreachable: the Receive
 /// buffer it arrived in (`rep`) is not reposted before then.
 pub(crate) struct Deferred {
+    /// For the test hooks' check of the delivery (`witness.rs`), made
+    /// under the lock the pool hands the reply out under (`handed_out`).
+    #[cfg(rpcrdma_rs_test_hooks)]
+    xid: u32,
+    #[cfg(rpcrdma_rs_test_hooks)]
+    check: Option<super::witness::Check>,
     rqst: PinnedRqst,
     outcome: Outcome,
     rep: Received<EpShared>,
 }
+
+/// The pool hands out `d`'s reply for delivery: the test hooks' witness
+/// checks its RPC's regions now, under the lock the pool decided under,
+/// so that no completion handled after the decision can hide what the
+/// decision did not wait for.
+#[cfg(rpcrdma_rs_test_hooks)]
+fn handed_out(pool: &mut Pool, d: &mut Deferred) {
+    d.check = Some(pool.witness().check(d.xid));
+}
+#[cfg(not(rpcrdma_rs_test_hooks))]
+fn handed_out(_pool: &mut Pool, _d: &mut Deferred) {}
 
 /// Why a connection was lost, for the one line that reports it.
 #[derive(Clone, Copy, Debug)]
@@ -345,9 +366,13 @@ impl EpShared {
 
     /// Delivers a reply whose RPC's memory is unreachable, then reposts
     /// its Receive buffer.
-    fn finish(&self, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
-        marshal::deliver(rqst, outcome, rep.data(), &self.stats);
-        self.repost(rep);
+    fn finish(&self, d: Deferred) {
+        #[cfg(rpcrdma_rs_test_hooks)]
+        if let Some(check) = d.check {
+            check.report(&self.xprt, d.xid);
+        }
+        marshal::deliver(d.rqst, d.outcome, d.rep.data(), &self.stats);
+        self.repost(d.rep);
     }
 
     /// A reply was accepted for `rqst`: deliver it once nothing of the RPC
@@ -361,11 +386,23 @@ impl EpShared {
         // also where Send With Invalidate is not offered (`connect::local`):
         // the region then gets a LOCAL_INV, allowed on an invalid key.
         let remote_inv = rep.remote_invalidation();
-        let d = Deferred { rqst, outcome, rep };
+        let d = Deferred {
+            #[cfg(rpcrdma_rs_test_hooks)]
+            xid,
+            #[cfg(rpcrdma_rs_test_hooks)]
+            check: None,
+            rqst,
+            outcome,
+            rep,
+        };
         let (answer, posted, remote, ok) = {
             let mut regs = self.regs.lock();
             let Regs { gate, pool } = &mut *regs;
-            pool.answer(xid, remote_inv, gate, d)
+            let mut answered = pool.answer(xid, remote_inv, gate, d);
+            if let Answer::Now(d) = &mut answered.0 {
+                handed_out(pool, d);
+            }
+            answered
         };
         if remote {
             self.stats
@@ -383,7 +420,7 @@ impl EpShared {
             self.xprt.write_space();
         }
         match answer {
-            Answer::Now(d) => self.finish(d.rqst, d.outcome, d.rep),
+            Answer::Now(d) => self.finish(d),
             Answer::Later => {}
             Answer::Duplicate(d) => {
                 self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
@@ -568,7 +605,16 @@ impl EpShared {
             }
         }
         let (buflen, page_room) = rqst.rcv_room();
-        match reply.outcome(buflen, page_room) {
+        // Against what the RPC registered on this connection, which its
+        // record keeps until the reply is accepted. An RPC with no record
+        // offered nothing, and the lock is not needed to know it.
+        let checked = if self.recorded.none(xid) {
+            reply.outcome(&Offer::Inline, buflen, page_room)
+        } else {
+            let regs = self.regs.lock();
+            reply.outcome(&regs.pool.offered(xid), buflen, page_room)
+        };
+        match checked {
             Ok(outcome) => {
                 self.taken();
                 self.answer(xid, rqst, outcome, rep);
@@ -629,9 +675,19 @@ impl MrHandler for EpShared {
             // Flushed (or failed): the QP is in the error state.
             self.connection_lost(Loss::completion("LOCAL_INV", completion));
         }
-        let result = self.regs.lock().pool.invalidated(mr.index(), success);
+        let result = {
+            let mut regs = self.regs.lock();
+            // Before the pool hears of it: it may hand out a reply.
+            #[cfg(rpcrdma_rs_test_hooks)]
+            regs.pool.witness().local_inv_done(mr.index(), success);
+            let mut result = regs.pool.invalidated(mr.index(), success);
+            if let Invalidated::Done(Some(d)) = &mut result {
+                handed_out(&mut regs.pool, d);
+            }
+            result
+        };
         match result {
-            Invalidated::Done(Some(d)) => self.finish(d.rqst, d.outcome, d.rep),
+            Invalidated::Done(Some(d)) => self.finish(d),
             // Its RPC is retransmitted on the next connection; the drain
             // settles its memory.
             Invalidated::Flushed(d) => {
@@ -711,6 +767,11 @@ impl CompletionHandler for EpShared {
             self.completion_failed("Receive", completion);
             return;
         }
+        // From the completion itself, before the reply is looked at.
+        #[cfg(rpcrdma_rs_test_hooks)]
+        if let Some(rkey) = completion.invalidated_rkey {
+            self.regs.lock().pool.witness().remote_invalidated(rkey);
+        }
         self.handle_reply(rep);
     }
 }
@@ -745,6 +806,9 @@ pub(crate) struct Endpoint {
     /// The REG_MRs of the Call being sent, prepared under the pool's lock
     /// and posted after it. Empty between Calls.
     pending: RegChain,
+    /// The pad's REG_MR was posted: the first chain the QP took whole
+    /// had it.
+    pad_posted: bool,
 }
 
 /// The queue sizes of a connection on a device (C: `frwr_query_device`).
@@ -780,7 +844,7 @@ impl Sizes {
         // short queues gets fewer credits, as in C, never a queue that a
         // full window overflows.
         let room = attrs.max_qp_wr.saturating_sub(2 * BC_CREDITS + 1);
-        let send_room = (attrs.max_qp_wr.saturating_sub(2 * MRS + 1) / 2)
+        let send_room = (attrs.max_qp_wr.saturating_sub(2 * MRS + 2) / 2)
             .saturating_sub(BC_CREDITS + EXTRA_SENDS);
         let max_requests = slots.min(room).min(send_room);
         if max_requests < 4 {
@@ -801,21 +865,21 @@ impl Sizes {
         // whole batch only once: `frwr_send` then resets its count to
         // what is left of it, so it signals every other Send from then on.)
         let send_batch = (max_requests / 8).max(1);
-        // A work request keeps its send-queue slot until its completion,
-        // or that of a later one, is polled. A region has a REG_MR and a
-        // LOCAL_INV in the send queue at most, and an unsignaled REG_MR
-        // may keep its slot until the Send after it completes (so one more
-        // per Send); every Send; the drain. An unsignaled Send keeps its
-        // slot until a later completion is polled, but also its buffer:
-        // the buffer comes back only after that completion (its own, or
-        // the later signaled Send's), so the Sends holding slots are never
-        // more than the Send buffers, with or without signaling, and a
-        // stale REG_MR is still one per such Send. The credits were capped
-        // above so that this fits the device; the `min` only keeps the
-        // drain's slot should that ever change.
+        // A work request keeps its send-queue slot until its completion, or
+        // that of a later one, is polled. A region has a REG_MR and a
+        // LOCAL_INV in the send queue at most (the pad a REG_MR only), and an
+        // unsignaled REG_MR may keep its slot until the Send after it
+        // completes (so one more per Send); every Send; the drain. An
+        // unsignaled Send keeps its slot until a later completion is polled,
+        // but also its buffer: the buffer comes back only after that
+        // completion (its own, or the later signaled Send's), so the Sends
+        // holding slots are never more than the Send buffers, with or without
+        // signaling, and a stale REG_MR is still one per such Send. The
+        // credits were capped above so that this fits the device; the `min`
+        // only keeps the drain's slot should that ever change.
         let max_send_wr = sends
             .saturating_mul(2)
-            .saturating_add(2 * MRS)
+            .saturating_add(2 * MRS + 1)
             .min(attrs.max_qp_wr.saturating_sub(1))
             + 1;
         Ok(Self {
@@ -921,6 +985,7 @@ impl Endpoint {
             pieces,
             mrs: None,
             pending: RegChain::new()?,
+            pad_posted: false,
         };
         let qp = ep.id.qp()?.clone();
         // Each set is filled outside the locks (allocation sleeps), then
@@ -935,8 +1000,8 @@ impl Endpoint {
         for _ in 0..sizes.receives {
             recvs.push(RecvBuf::new(&qp, recv_size, ep.shared.clone())?, GFP_KERNEL)?;
         }
-        let mut mrs = KVec::with_capacity(usize::try_from(MRS)?, GFP_KERNEL)?;
-        for i in 0..MRS {
+        let mut mrs = KVec::with_capacity(usize::try_from(REGIONS)?, GFP_KERNEL)?;
+        for i in 0..REGIONS {
             mrs.push(Mr::new(&qp, sizes.depth, i, ep.shared.clone())?, GFP_KERNEL)?;
         }
         // A record for every RPC the slot table can hold, not only those
@@ -950,11 +1015,13 @@ impl Endpoint {
             let mut regs = ep.shared.regs.lock();
             regs.pool = pool;
             regs.gate = Gate::Open;
+            #[cfg(rpcrdma_rs_test_hooks)]
+            regs.pool.witness().trust_remote(invalidation_checks_key);
         }
         ep.shared
             .stats
             .mrs_allocated
-            .fetch_add(u64::from(MRS), Ordering::Relaxed);
+            .fetch_add(u64::from(REGIONS), Ordering::Relaxed);
         // With no RNR retries the server must never find no Receive: post
         // them all before connecting, as the C client does. Each belongs to
         // the QP until its completion hands it back.
@@ -1104,7 +1171,13 @@ impl Endpoint {
         let rec = if read_pieces.is_empty() && write_pieces.is_empty() {
             None
         } else {
-            match pool.register(prepared.xid(), read_pieces, write_pieces) {
+            match pool.register(
+                prepared.xid(),
+                read_pieces,
+                write_pieces,
+                prepared.offers_reply_chunk(),
+                prepared.offers_write_pad(),
+            ) {
                 Ok(rec) => Some(rec),
                 Err(e) => {
                     if e == EAGAIN {
@@ -1120,9 +1193,10 @@ impl Endpoint {
         };
 
         let inline_send = self.negotiated.inline_send;
+        let pad = rec.and_then(|rec| pool.write_pad(rec));
         let filled = match slot.as_mut() {
             Some(buf) => buf.fill_with(|out| {
-                prepared.encode(out, inline_send, rec.map(|rec| pool.segments(rec)))
+                prepared.encode(out, inline_send, rec.map(|rec| pool.segments(rec)), pad)
             }),
             None => Err(EINVAL),
         };
@@ -1140,7 +1214,25 @@ impl Endpoint {
             }
         };
         self.pending.clear();
+        let mut pad_chained = false;
         if let Some(rec) = rec {
+            // The pad's REG_MR first, in the first chain (C posts it once,
+            // when connected: `frwr_wp_create`): no Send can offer the pad
+            // before it is posted, as only a Call with a Write chunk, so
+            // with REG_MRs to chain, offers it. Prepared again until a
+            // chain with it is posted whole; a REG_MR of it that is still
+            // pending, or that a refused chain posted, makes this `EBUSY`
+            // (never registered twice), and the connection is lost.
+            if !self.pad_posted {
+                if pool.prepare_pad(&mut self.pending).is_err() {
+                    // Nothing of the record was prepared: it goes.
+                    pool.forget_unposted(rec);
+                    drop(regs);
+                    shared.connection_lost(Loss::Post("REG_MR"));
+                    return Err(errno::enotconn());
+                }
+                pad_chained = true;
+            }
             if pool.prepare_regs(rec, &mut self.pending).is_err() {
                 // Stranded until the drain: `buf_free` waits for it.
                 drop(regs);
@@ -1189,6 +1281,8 @@ impl Endpoint {
             shared.connection_lost(Loss::Post(what));
             return Err(errno::enotconn());
         }
+        // The QP took the whole chain, the pad's REG_MR with it.
+        self.pad_posted |= pad_chained;
         stats.sends.fetch_add(1, Ordering::Relaxed);
         self.unsignaled = if signaled {
             stats.sends_signaled.fetch_add(1, Ordering::Relaxed);
