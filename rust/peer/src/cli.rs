@@ -19,6 +19,12 @@ Options:
                             sizes-0, sizes-max, rinv-off, offset
   --inline BYTES          Send and Receive sizes advertised (default 4096)
   --credits N             credit grant in every reply (default 32)
+  --hold-replies MS       hold each reply until the Calls outstanding on
+                          the connection reach the current grant, or MS
+                          milliseconds after its Call arrived, whichever
+                          is first; then send in arrival order (default:
+                          reply at once)
+  --shrink-to N           the grant shrink-credits puts in replies
   --no-send-inv           never answer with Send With Invalidate
   --fault NAME            misbehave (see below) on the chosen calls
   --on PROC               calls that count for --fault: an NFSv3 procedure
@@ -36,12 +42,13 @@ Options:
 
 Cases: with --fault-file the peer reads PATH at each connection request
 and every 100 ms. Its one line is a case: NAME, then any of
---private-data, --inline, --credits, --no-send-inv, --fault, --on,
---after, --times and --frwr-delay-ms. Once the text differs from the
-text last applied, the peer takes the case (what the line leaves out
-takes its default, not this command line's), disconnects its
-connections, starts its directory and the fault's count afresh, and logs
-a case line; its next connection runs the case. A reconnect within the
+--private-data, --inline, --credits, --hold-replies, --shrink-to,
+--no-send-inv, --fault, --on, --after, --times and --frwr-delay-ms.
+Once the text differs from the text last applied, the peer takes the
+case (what the line leaves out takes its default, not this command
+line's), logs the credits line of each connection it had, disconnects
+them, starts its directory and the fault's count afresh, and logs a
+case line; its next connection runs the case. A reconnect within the
 case finds the same text and changes nothing.
 
 Faults:
@@ -53,6 +60,9 @@ Faults:
   err-chunk               RDMA_ERROR ERR_CHUNK
   credits-zero            a grant of 0 credits
   credits-max             a grant of 2^32-1 credits
+  shrink-credits          from this call on, replies grant --shrink-to N
+                          credits instead of --credits (on every
+                          connection, until the case ends)
   wrong-xid               the reply carries another XID
   duplicate-reply         the reply is sent twice (the copy as a plain Send)
   reply-too-long          an inline reply 4 KiB longer than the client's
@@ -61,28 +71,61 @@ Faults:
   write-chunk-extra-segment
                           the Write chunk has one segment more than
                           offered, claiming 4 KiB more
+  write-list-unoffered    a READ whose call offered no Write chunk is
+                          answered with a Write list of one chunk of one
+                          made-up segment claiming the data, which is
+                          left out of the inline reply (waits for such a
+                          READ: one whose reply fits inline)
   reply-chunk-overflow    the Reply chunk claims 4 KiB more than offered
   nomsg-no-reply-chunk    RDMA_NOMSG without a Reply chunk
+  reply-chunk-unoffered   a call that offered no Reply chunk is answered
+                          with RDMA_NOMSG and a Reply chunk of one
+                          made-up segment (nothing written)
   disconnect-mid-reply    RDMA Writes of the reply, then a disconnect
                           instead of the Send
   silence                 no reply at all
   send-inv-unknown        the reply's Send With Invalidate names an rkey
                           the client never offered (even with
                           --no-send-inv)
-  send-inv-other-rpc      the reply is held until another call with a
-                          chunk comes (up to 3 s), then sent with Send
-                          With Invalidate of that call's rkey; that call
-                          is answered as usual after it (even with
-                          --no-send-inv)
+  send-inv-other-rpc      the reply is held until another call comes
+                          whose only chunks are Read chunks of one rkey
+                          (a WRITE; up to 1.5 s); once they are pulled,
+                          the held reply is sent with Send With
+                          Invalidate of that rkey (even with
+                          --no-send-inv), then that call is answered as
+                          usual but with a plain Send (its rkey is
+                          gone). When the next call comes on
+                          that connection, the peer waits until
+                          --frwr-delay-ms after the reply, then writes
+                          the same bytes again to the held reply's Write
+                          chunk rkeys (probe lines), skipping any whose
+                          MR index (rkey >> 8) that call, or one that
+                          came meanwhile, uses
   frwr-write-after-reply  after a reply, RDMA Write to the Write chunk's
                           rkeys (use with --on read)
   frwr-read-after-reply   after a reply, RDMA Read from the Read chunk's
                           rkeys (use with --on write)
+  write-pad               a READ whose data length is not a multiple of
+                          4 and whose Write chunk offers a segment after
+                          the data's (the pad segment): the XDR pad, 4 -
+                          len % 4 zero bytes, is RDMA Written to it and
+                          returned with that length (RFC 8166, 3.4.6);
+                          without one, fault-not-applicable with
+                          reason=no-pad-segment, an honest reply, and
+                          the next READ is tried
+
+Credits: on every connection the peer counts the calls outstanding
+(received, not answered) and checks each arriving call against the grant
+the client may be using: 1 before the first reply, then the grant of the
+latest reply, or a larger grant it replaced less than 3 s before. The
+first call over it logs credit-overrun; the end of each connection logs
+a credits line.
 
 Output: one line per event on stdout, words of the form key=value after
 the event's name (listening, case, case-error, connect-request,
 client-private-data, accepted, connected, call, fault-fired,
-frwr-after-reply, completion, disconnected, exit).
+frwr-after-reply, credit-overrun, probe, credits, completion,
+disconnected, exit).
 
 Exit status: 0 after SIGINT, SIGTERM or --lifetime; 1 when the RDMA
 set-up fails; 2 for a usage error.
@@ -137,12 +180,15 @@ pub enum Fault {
     ErrChunk,
     CreditsZero,
     CreditsMax,
+    ShrinkCredits,
     WrongXid,
     DuplicateReply,
     ReplyTooLong,
     WriteChunkOverflow,
     WriteChunkExtraSegment,
+    WriteListUnoffered,
     ReplyChunkOverflow,
+    ReplyChunkUnoffered,
     NomsgNoReplyChunk,
     DisconnectMidReply,
     Silence,
@@ -150,6 +196,7 @@ pub enum Fault {
     SendInvOtherRpc,
     FrwrWriteAfterReply,
     FrwrReadAfterReply,
+    WritePad,
 }
 
 const FAULTS: &[(&str, Fault)] = &[
@@ -161,12 +208,15 @@ const FAULTS: &[(&str, Fault)] = &[
     ("err-chunk", Fault::ErrChunk),
     ("credits-zero", Fault::CreditsZero),
     ("credits-max", Fault::CreditsMax),
+    ("shrink-credits", Fault::ShrinkCredits),
     ("wrong-xid", Fault::WrongXid),
     ("duplicate-reply", Fault::DuplicateReply),
     ("reply-too-long", Fault::ReplyTooLong),
     ("write-chunk-overflow", Fault::WriteChunkOverflow),
     ("write-chunk-extra-segment", Fault::WriteChunkExtraSegment),
+    ("write-list-unoffered", Fault::WriteListUnoffered),
     ("reply-chunk-overflow", Fault::ReplyChunkOverflow),
+    ("reply-chunk-unoffered", Fault::ReplyChunkUnoffered),
     ("nomsg-no-reply-chunk", Fault::NomsgNoReplyChunk),
     ("disconnect-mid-reply", Fault::DisconnectMidReply),
     ("silence", Fault::Silence),
@@ -174,6 +224,7 @@ const FAULTS: &[(&str, Fault)] = &[
     ("send-inv-other-rpc", Fault::SendInvOtherRpc),
     ("frwr-write-after-reply", Fault::FrwrWriteAfterReply),
     ("frwr-read-after-reply", Fault::FrwrReadAfterReply),
+    ("write-pad", Fault::WritePad),
 ];
 
 impl Fault {
@@ -196,6 +247,10 @@ pub struct Options {
     pub private_data: PrivateDataMode,
     pub inline: u32,
     pub credits: u32,
+    /// --hold-replies, in milliseconds.
+    pub hold_replies: Option<u64>,
+    /// --shrink-to: the grant of `shrink-credits`.
+    pub shrink_to: Option<u32>,
     pub send_inv: bool,
     pub fault: Option<Fault>,
     /// NFSv3 procedure number the fault counts, or `None` for any call.
@@ -227,6 +282,8 @@ impl Options {
             private_data: PrivateDataMode::Ok,
             inline: 4096,
             credits: 32,
+            hold_replies: None,
+            shrink_to: None,
             send_inv: true,
             fault: None,
             on: Some(crate::nfs::proc::READ),
@@ -263,6 +320,8 @@ fn apply<I: IntoIterator<Item = String>>(
             "--private-data",
             "--inline",
             "--credits",
+            "--hold-replies",
+            "--shrink-to",
             "--fault",
             "--on",
             "--after",
@@ -293,6 +352,8 @@ fn apply<I: IntoIterator<Item = String>>(
                 }
             }
             "--credits" => o.credits = number(&flag, &v)?,
+            "--hold-replies" => o.hold_replies = Some(number(&flag, &v)?),
+            "--shrink-to" => o.shrink_to = Some(number(&flag, &v)?),
             "--fault" => {
                 o.fault = Some(Fault::parse(&v).ok_or_else(|| format!("--fault: unknown '{v}'"))?)
             }
@@ -318,6 +379,9 @@ fn apply<I: IntoIterator<Item = String>>(
             "--fault-file" => o.fault_file = Some(PathBuf::from(v)),
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if o.fault == Some(Fault::ShrinkCredits) && o.shrink_to.is_none() {
+        return Err("--fault shrink-credits needs --shrink-to N".into());
     }
     Ok(false)
 }
@@ -501,6 +565,42 @@ mod tests {
         assert!(parse_case(&run, "x --listen 1.2.3.4:5\n").is_err());
         assert!(parse_case(&run, "x --fault-file /y\n").is_err());
         assert!(parse_case(&run, "x --help\n").is_err());
+    }
+
+    #[test]
+    fn holding_and_shrinking() {
+        let Parsed::Run(o) = parse(args("--listen 1.2.3.4:5")).unwrap() else {
+            panic!()
+        };
+        assert_eq!((o.hold_replies, o.shrink_to), (None, None));
+        let Parsed::Run(o) = parse(args(
+            "--listen 1.2.3.4:5 --hold-replies 250 --fault shrink-credits --shrink-to 4 --on any",
+        ))
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.hold_replies, Some(250));
+        assert_eq!(
+            (o.fault, o.shrink_to),
+            (Some(Fault::ShrinkCredits), Some(4))
+        );
+        assert!(parse(args("--listen 1.2.3.4:5 --fault shrink-credits")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --hold-replies soon")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --shrink-to -1")).is_err());
+
+        let c = parse_case(
+            &o,
+            "shrink --fault shrink-credits --shrink-to 2 --hold-replies 500\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.opts.shrink_to, c.opts.hold_replies),
+            (Some(2), Some(500))
+        );
+        // Not the command line's.
+        let c = parse_case(&o, "plain\n").unwrap();
+        assert_eq!((c.opts.shrink_to, c.opts.hold_replies), (None, None));
+        assert!(parse_case(&o, "x --fault shrink-credits\n").is_err());
     }
 
     #[test]

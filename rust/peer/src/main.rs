@@ -5,6 +5,7 @@
 //! survives a hostile server. See `cli::USAGE`.
 
 mod cli;
+mod credits;
 mod nfs;
 mod sys;
 mod transport;
@@ -12,11 +13,14 @@ mod verbs;
 mod xdr;
 
 use cli::{Fault, Options, Parsed, PrivateDataMode, Trigger};
+use credits::CreditBook;
+use rpcrdma_proto::proto::header::{self, DecodeLimits};
 use rpcrdma_proto::proto::private_data::{self, LocalSettings, PrivateData};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use sys::*;
-use transport::{Limits, Refused};
+use transport::{Limits, RdmaWrite, Refused};
 use verbs::{wc_status_name, Accept, Conn, Listener};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -92,6 +96,7 @@ fn connection_limits(o: &Options, ours: &[u8], client: Option<PrivateData>) -> (
     let client_recv = client.map_or(1024, |c| c.recv_size()) as usize;
     let limits = Limits {
         credits: o.credits,
+        shrink_to: o.shrink_to.unwrap_or(o.credits),
         send_limit: n.inline_send as usize,
         client_recv,
         send_inv: o.send_inv && client.is_some_and(|c| c.remote_invalidation()),
@@ -104,7 +109,8 @@ fn connection_limits(o: &Options, ours: &[u8], client: Option<PrivateData>) -> (
 /// How often the peer reads its --fault-file between connection requests.
 const CASE_POLL: Duration = Duration::from_millis(100);
 
-/// How long `send-inv-other-rpc` holds a Reply for another Call to come:
+/// How long `send-inv-other-rpc` holds a Reply for another Call (one of
+/// Read chunks alone) to come:
 /// well inside the client's RPC timeout, which would reset the connection.
 const HOLD_LIMIT: Duration = Duration::from_millis(1500);
 
@@ -114,10 +120,82 @@ struct Held {
     proc_name: String,
     out: transport::Outgoing,
     since: Instant,
+    /// The handles of the Call's Write chunks.
+    write_handles: Vec<u32>,
 }
 
-/// A connection, what it allows, and a Reply it holds back.
-type Served = (Box<Conn>, Limits, Option<Held>);
+/// A Reply waiting to go: at once, or as `--hold-replies` says.
+struct Pending {
+    xid: u32,
+    out: transport::Outgoing,
+    /// When its Call arrived.
+    arrived: Instant,
+    /// The fault due on its Call, for the FRWR probe's line.
+    due: Option<Fault>,
+}
+
+/// What a `send-inv-other-rpc` Reply placed in its Call's Write chunks,
+/// written again when the next Call comes.
+struct RkeyProbe {
+    xid: u32,
+    writes: Vec<RdmaWrite>,
+    /// When the Reply's Send completed.
+    sent: Instant,
+}
+
+/// A connection and what the peer keeps of it.
+struct Served {
+    conn: Box<Conn>,
+    limits: Limits,
+    /// The Reply `send-inv-other-rpc` holds back.
+    held: Option<Held>,
+    book: CreditBook,
+    /// Replies not sent yet, in arrival order of their Calls.
+    queue: VecDeque<Pending>,
+    rkey_probe: Option<RkeyProbe>,
+    /// Its credits line was logged.
+    ended: bool,
+}
+
+impl Served {
+    fn new(conn: Box<Conn>, limits: Limits) -> Self {
+        Self {
+            conn,
+            limits,
+            held: None,
+            book: CreditBook::new(),
+            queue: VecDeque::new(),
+            rkey_probe: None,
+            ended: false,
+        }
+    }
+
+    /// Logs the connection's credit account, once, as it ends.
+    fn end(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        if let Some(p) = self.rkey_probe.take() {
+            for rkey in distinct_handles(&p.writes) {
+                event!(
+                    "probe rkey={rkey:#010x} result=untested status=-1 xid={:#010x} reason=no-next-call",
+                    p.xid
+                );
+            }
+        }
+        event!(
+            "credits max_outstanding={} overruns={} granted={}",
+            self.book.max_outstanding(),
+            self.book.overruns(),
+            self.book.current()
+        );
+    }
+
+    /// When the first Reply held by `--hold-replies` is due.
+    fn hold_deadline(&self, hold: Option<Duration>) -> Option<Instant> {
+        Some(self.queue.front()?.arrived + hold?)
+    }
+}
 
 struct Peer {
     opts: Options,
@@ -125,6 +203,9 @@ struct Peer {
     conns: Vec<Served>,
     server: nfs::Server,
     trigger: Trigger,
+    /// `shrink-credits` fired in this case: new connections grant
+    /// `--shrink-to` too.
+    shrunk: bool,
     /// The --fault-file text last applied (or refused).
     case_text: Option<String>,
     case_read: Instant,
@@ -162,15 +243,25 @@ impl Peer {
             }
         };
         let old = self.conns.len();
-        for (c, _, _) in &mut self.conns {
-            c.disconnect();
+        for s in &mut self.conns {
+            // Logged now, so that the case's lines are the case's own.
+            s.end();
+            s.conn.disconnect();
         }
         self.opts = case.opts;
         self.trigger = Trigger::new(&self.opts);
         self.server = nfs::Server::new();
+        self.shrunk = false;
         let o = &self.opts;
+        let mut extra = String::new();
+        if let Some(ms) = o.hold_replies {
+            extra += &format!(" hold_replies={ms}");
+        }
+        if let Some(n) = o.shrink_to {
+            extra += &format!(" shrink_to={n}");
+        }
         event!(
-            "case name={} private_data={:?} fault={} on={} after={} times={} send_inv={} credits={} inline={} disconnecting={old}",
+            "case name={} private_data={:?} fault={} on={} after={} times={} send_inv={} credits={} inline={} disconnecting={old}{extra}",
             case.name,
             o.private_data,
             o.fault.map_or("none", Fault::name),
@@ -219,13 +310,13 @@ impl Peer {
             match kind {
                 RDMA_CM_EVENT_CONNECT_REQUEST => self.connect_request(id, &pd, resp, init),
                 RDMA_CM_EVENT_ESTABLISHED => {
-                    if let Some((c, l, _)) = self.conns.iter().find(|(c, _, _)| c.id == id) {
+                    if let Some(s) = self.conns.iter().find(|s| s.conn.id == id) {
                         event!(
                             "connected peer={} send_limit={} credits={} send_inv={}",
-                            c.peer,
-                            l.send_limit,
-                            l.credits,
-                            u8::from(l.send_inv)
+                            s.conn.peer,
+                            s.limits.send_limit,
+                            s.limits.credits,
+                            u8::from(s.limits.send_inv)
                         );
                     }
                 }
@@ -237,15 +328,16 @@ impl Peer {
                     if id == self.listener.id {
                         return Err(format!("listener: {}", event_name(kind)));
                     }
-                    if let Some(at) = self.conns.iter().position(|(c, _, _)| c.id == id) {
-                        let (c, _, _) = self.conns.swap_remove(at);
+                    if let Some(at) = self.conns.iter().position(|s| s.conn.id == id) {
+                        let mut s = self.conns.swap_remove(at);
+                        s.end();
                         event!(
                             "disconnected peer={} event={} status={}",
-                            c.peer,
+                            s.conn.peer,
                             event_name(kind),
                             status
                         );
-                        c.release();
+                        s.conn.release();
                     }
                 }
                 _ => {}
@@ -272,7 +364,10 @@ impl Peer {
             None => event!("client-private-data none"),
         }
         let ours = our_private_data(self.opts.private_data, self.opts.inline);
-        let (limits, recv_size) = connection_limits(&self.opts, &ours, client);
+        let (mut limits, recv_size) = connection_limits(&self.opts, &ours, client);
+        if self.shrunk {
+            limits.credits = limits.shrink_to;
+        }
         let accept = Accept {
             private_data: &ours,
             recv_size,
@@ -290,50 +385,53 @@ impl Peer {
                     limits.send_limit,
                     recv_size
                 );
-                self.conns.push((c, limits, None));
+                self.conns.push(Served::new(c, limits));
             }
             Err(e) => event!("connect-refused peer={peer} reason={e:?}"),
         }
     }
 
-    /// Handles every message received on connection `i`.
+    /// Handles every message received on connection `i`, and sends the
+    /// Replies that are due.
     fn serve(&mut self, i: usize) {
-        let (conn, limits, held) = &mut self.conns[i];
-        conn.service();
-        while !conn.dead {
-            let Some(msg) = conn.next_message() else {
+        let Peer {
+            conns,
+            server,
+            trigger,
+            opts,
+            shrunk,
+            ..
+        } = self;
+        let s = &mut conns[i];
+        s.conn.service();
+        while !s.conn.dead {
+            let Some(msg) = s.conn.next_message() else {
                 break;
             };
-            handle(
-                conn,
-                limits,
-                held,
-                &mut self.server,
-                &mut self.trigger,
-                &self.opts,
-                msg,
-            );
+            handle(s, server, trigger, opts, shrunk, msg);
+            flush(s, opts);
         }
-        if held
+        flush(s, opts);
+        if s.held
             .as_ref()
             .is_some_and(|h| h.since.elapsed() >= HOLD_LIMIT)
-            && !conn.dead
+            && !s.conn.dead
         {
             // No other Call came: the Reply goes as it was.
-            if let Some(h) = held.take() {
-                release(conn, h, None, &self.trigger);
+            if let Some(h) = s.held.take() {
+                release(s, h, None, trigger);
             }
         }
-        for (what, status) in std::mem::take(&mut conn.errors) {
+        for (what, status) in std::mem::take(&mut s.conn.errors) {
             event!(
                 "completion peer={} op={what} status={}",
-                conn.peer,
+                s.conn.peer,
                 wc_status_name(status)
             );
         }
-        if conn.dead {
+        if s.conn.dead {
             // Our QP failed: let the client know.
-            conn.disconnect();
+            s.conn.disconnect();
         }
     }
 
@@ -355,16 +453,30 @@ impl Peer {
                 events: libc::POLLIN,
                 revents: 0,
             }];
-            fds.extend(self.conns.iter().map(|(c, _, _)| libc::pollfd {
-                fd: c.comp_fd(),
+            fds.extend(self.conns.iter().map(|s| libc::pollfd {
+                fd: s.conn.comp_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             }));
-            let timeout = if self.opts.fault_file.is_some() {
-                CASE_POLL.as_millis() as libc::c_int
+            let mut timeout = if self.opts.fault_file.is_some() {
+                CASE_POLL
             } else {
-                200
+                Duration::from_millis(200)
             };
+            // Woken for the first held Reply that falls due: a Call that
+            // arrives wakes the poll anyway.
+            let hold = self.opts.hold_replies.map(Duration::from_millis);
+            if let Some(due) = self
+                .conns
+                .iter()
+                .filter_map(|s| s.hold_deadline(hold))
+                .min()
+            {
+                timeout = timeout.min(due.saturating_duration_since(Instant::now()));
+            }
+            // Rounded up, so that a Reply is not found 1 ms early and the
+            // poll spun again at once.
+            let timeout = timeout.as_micros().div_ceil(1000) as libc::c_int;
             // SAFETY: `fds` is a valid array of its length.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
             if self.case_read.elapsed() >= CASE_POLL {
@@ -421,19 +533,18 @@ fn event_name(kind: u32) -> String {
         .into_owned()
 }
 
-/// Answers one received message.
-#[allow(clippy::too_many_arguments)]
+/// Answers one received message: the Reply is queued, and goes when
+/// [`flush`] says.
 fn handle(
-    conn: &mut Conn,
-    limits: &Limits,
-    held: &mut Option<Held>,
+    s: &mut Served,
     server: &mut nfs::Server,
     trigger: &mut Trigger,
     opts: &Options,
+    shrunk: &mut bool,
     msg: verbs::Message,
 ) {
     if msg.invalidated {
-        event!("unexpected-invalidation peer={}", conn.peer);
+        event!("unexpected-invalidation peer={}", s.conn.peer);
     }
     let call = match transport::parse_call(&msg.data) {
         Ok(c) => c,
@@ -446,15 +557,24 @@ fn handle(
             return;
         }
         Err(Refused::Error { xid, error }) => {
+            arrive(s, xid, msg.arrived);
             event!("call-refused xid={xid:#010x} answer={error:?}");
-            send_plain(conn, transport::error_reply(xid, limits.credits, error));
+            let send = transport::error_reply(xid, s.limits.credits, error);
+            queue_plain(s, xid, send, msg.arrived);
             return;
         }
     };
+    arrive(s, call.xid, msg.arrived);
+    if s.rkey_probe.is_some() {
+        probe_rkeys(s, &call, opts);
+        if s.conn.dead {
+            return;
+        }
+    }
     let pulled = if call.read_chunks.is_empty() {
         Vec::new()
     } else {
-        match conn.pull(&call.read_chunks) {
+        match s.conn.pull(&call.read_chunks) {
             Ok(p) => p,
             Err(e) => {
                 event!("call-failed xid={:#010x} reason={e:?}", call.xid);
@@ -467,10 +587,8 @@ fn handle(
             "call-refused xid={:#010x} reason=read-chunk-position",
             call.xid
         );
-        send_plain(
-            conn,
-            transport::error_reply(call.xid, limits.credits, transport_err_chunk()),
-        );
+        let send = transport::error_reply(call.xid, s.limits.credits, transport_err_chunk());
+        queue_plain(s, call.xid, send, msg.arrived);
         return;
     };
     let info = nfs::peek(&whole);
@@ -485,10 +603,16 @@ fn handle(
         call.write_chunks.len(),
         u8::from(call.reply_chunk.is_some())
     );
-    // A Reply held back goes first, invalidating this Call's rkey.
-    if let Some(rkey) = call.inv_rkey() {
-        if let Some(h) = held.take() {
-            release(conn, h, Some((rkey, call.xid)), trigger);
+    // A Reply held back goes first, invalidating this Call's rkey: only
+    // that of a Call whose chunks were all pulled above (a WRITE's Read
+    // chunk), so that this RPC's data has moved and its rkey is of no
+    // more use to us; the held Reply's own rkeys can then be probed on
+    // a working connection.
+    let mut invalidated = None;
+    if let Some(rkey) = call.pulled_rkey() {
+        if let Some(h) = s.held.take() {
+            release(s, h, Some((rkey, call.xid, proc_name.as_str())), trigger);
+            invalidated = Some(rkey);
         }
     }
     let Some(reply) = server.handle(&whole) else {
@@ -498,7 +622,8 @@ fn handle(
     let due = opts
         .fault
         .filter(|_| trigger.due(info.and_then(|i| i.nfs_proc)));
-    let out = transport::respond(&call, &reply, limits, due);
+    let mut out = transport::respond(&call, &reply, &s.limits, due);
+    plain_if_invalidated(&mut out, invalidated);
     if out.hold {
         // Counted now, so that the Call it waits for is answered as usual.
         trigger.fired();
@@ -508,65 +633,250 @@ fn handle(
             call.xid,
             trigger.count()
         );
-        *held = Some(Held {
+        s.held = Some(Held {
             xid: call.xid,
             proc_name,
             out,
             since: Instant::now(),
+            write_handles: call
+                .write_chunks
+                .iter()
+                .flatten()
+                .map(|g| g.handle)
+                .collect(),
         });
         return;
     }
     if let Some(f) = due {
         if out.fired {
             trigger.fired();
+            if f == Fault::ShrinkCredits {
+                // This Reply grants --shrink-to, and every one after it.
+                s.limits.credits = s.limits.shrink_to;
+                *shrunk = true;
+            }
             event!(
-                "fault-fired name={} xid={:#010x} proc={proc_name} count={}",
+                "fault-fired name={} xid={:#010x} proc={proc_name} count={}{}",
                 f.name(),
                 call.xid,
-                trigger.count()
+                trigger.count(),
+                words(&out.fault_words)
             );
         } else {
             event!(
-                "fault-not-applicable name={} xid={:#010x} proc={proc_name}",
+                "fault-not-applicable name={} xid={:#010x} proc={proc_name}{}",
                 f.name(),
-                call.xid
+                call.xid,
+                words(&out.fault_words)
             );
         }
     }
-    execute_reply(conn, &out, call.xid);
-    if let Some(probe) = &out.probe {
-        let what = match probe {
-            transport::Probe::Write(_) => "write",
-            transport::Probe::Read(_) => "read",
+    s.queue.push_back(Pending {
+        xid: call.xid,
+        out,
+        arrived: msg.arrived,
+        due,
+    });
+}
+
+/// `w` as more words of an event line: after a space, if any.
+fn words(w: &str) -> String {
+    if w.is_empty() {
+        String::new()
+    } else {
+        format!(" {w}")
+    }
+}
+
+/// Counts a Call in the connection's credit account.
+fn arrive(s: &mut Served, xid: u32, at: Instant) {
+    if let Some(o) = s.book.arrive(xid, at) {
+        if o.first {
+            event!(
+                "credit-overrun outstanding={} granted={} xid={xid:#010x}",
+                o.outstanding,
+                o.granted
+            );
+        }
+    }
+}
+
+/// Sends the queued Replies that are due: all of them once the Calls
+/// outstanding reach the grant the client uses, else those whose Call
+/// came `--hold-replies` ago; without it, all at once.
+fn flush(s: &mut Served, opts: &Options) {
+    if s.conn.dead {
+        // Nothing can go; the client sends the Calls again on its next
+        // connection.
+        s.queue.clear();
+        return;
+    }
+    let n = releasable(
+        s.queue.iter().map(|p| p.arrived),
+        s.book.outstanding(),
+        s.book.current(),
+        opts.hold_replies.map(Duration::from_millis),
+        Instant::now(),
+    );
+    for _ in 0..n {
+        let Some(p) = s.queue.pop_front() else {
+            break;
         };
-        // Let the client take the Reply and invalidate first.
-        std::thread::sleep(Duration::from_millis(opts.frwr_delay_ms));
-        match conn.probe(probe) {
+        send_reply(s, p, opts);
+        if s.conn.dead {
+            s.queue.clear();
+            return;
+        }
+    }
+}
+
+/// How many of the queued Replies, whose Calls arrived at `arrivals` (in
+/// order), go now: all once `outstanding` Calls reach the `grant` the
+/// client uses, or when nothing is held; else those that waited `hold`.
+fn releasable(
+    arrivals: impl Iterator<Item = Instant>,
+    outstanding: usize,
+    grant: u32,
+    hold: Option<Duration>,
+    now: Instant,
+) -> usize {
+    match hold {
+        Some(h) if outstanding < grant as usize => arrivals.take_while(|a| now >= *a + h).count(),
+        _ => arrivals.count(),
+    }
+}
+
+/// Sends one queued Reply, and probes the rkeys of its Call after it if
+/// its fault says so.
+fn send_reply(s: &mut Served, p: Pending, opts: &Options) {
+    execute_reply(s, &p.out, p.xid);
+    let Some(probe) = &p.out.probe else {
+        return;
+    };
+    let what = match probe {
+        transport::Probe::Write(_) => "write",
+        transport::Probe::Read(_) => "read",
+    };
+    // Let the client take the Reply and invalidate first.
+    s.conn.idle(Duration::from_millis(opts.frwr_delay_ms));
+    match s.conn.probe(probe) {
+        Ok(r) => event!(
+            "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp_before={} qp={} xid={:#010x} fault={}",
+            r.status.map_or("NOT_POSTED", wc_status_name),
+            r.succeeded,
+            r.segments,
+            r.bytes,
+            r.qp_before.map_or("?", verbs::qp_state_name),
+            r.qp_state.map_or("?", verbs::qp_state_name),
+            p.xid,
+            p.due.map_or("?", Fault::name)
+        ),
+        Err(e) => event!("frwr-after-reply {what} error={e:?} xid={:#010x}", p.xid),
+    }
+}
+
+/// The handles of `writes`, each once, in order.
+fn distinct_handles(writes: &[RdmaWrite]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for w in writes {
+        if !out.contains(&w.handle) {
+            out.push(w.handle);
+        }
+    }
+    out
+}
+
+/// Every handle a Call offers.
+fn call_handles(c: &transport::Call) -> impl Iterator<Item = u32> + '_ {
+    c.read_chunks
+        .iter()
+        .flat_map(|r| r.segments.iter())
+        .chain(c.write_chunks.iter().flatten())
+        .chain(c.reply_chunk.iter().flatten())
+        .map(|g| g.handle)
+}
+
+/// The index of the MR an rkey names: its key byte is the low 8 bits,
+/// which a client changes each time it registers the MR again.
+fn mr_index(rkey: u32) -> u32 {
+    rkey >> 8
+}
+
+/// The next Call after a `send-inv-other-rpc` Reply has come: writes
+/// again what that Reply placed in its Call's Write chunks, rkey by rkey.
+/// A correct client invalidated those regions itself before it took the
+/// Reply (the rkey the Reply invalidated was another RPC's), so each
+/// Write must fail. Skipped for an MR that a Call not yet answered uses
+/// (the client may have registered it again for that Call: the bytes
+/// would land in that Call's buffer).
+fn probe_rkeys(s: &mut Served, call: &transport::Call, opts: &Options) {
+    let Some(p) = s.rkey_probe.take() else {
+        return;
+    };
+    // As long after the Reply as frwr-after-reply waits: this Call may
+    // have been sent before the client took the Reply.
+    let wait = Duration::from_millis(opts.frwr_delay_ms).saturating_sub(p.sent.elapsed());
+    s.conn.idle(wait);
+    let mut busy: Vec<u32> = call_handles(call).map(mr_index).collect();
+    let later: Vec<transport::Call> = s
+        .conn
+        .pending()
+        .filter_map(|m| transport::parse_call(m).ok())
+        .collect();
+    busy.extend(later.iter().flat_map(call_handles).map(mr_index));
+    for rkey in distinct_handles(&p.writes) {
+        if busy.contains(&mr_index(rkey)) {
+            event!(
+                "probe rkey={rkey:#010x} result=skipped status=-1 xid={:#010x}",
+                p.xid
+            );
+            continue;
+        }
+        let writes: Vec<RdmaWrite> = p
+            .writes
+            .iter()
+            .filter(|w| w.handle == rkey)
+            .cloned()
+            .collect();
+        match s.conn.rewrite(&writes) {
+            Ok(r) if r.status.is_some() => {
+                // Refused, or (iWARP) completed and the connection then
+                // terminated by the client.
+                let (result, status) = match r.failed {
+                    Some(st) => ("closed", i64::from(st)),
+                    None if r.qp_state != Some(IBV_QPS_RTS) => ("closed", 0),
+                    None => ("open", 0),
+                };
+                event!(
+                    "probe rkey={rkey:#010x} result={result} status={status} xid={:#010x} bytes={} qp={}",
+                    p.xid,
+                    r.bytes,
+                    r.qp_state.map_or("?", verbs::qp_state_name)
+                );
+            }
             Ok(r) => event!(
-                "frwr-after-reply {what} status={} succeeded={} segments={} bytes={} qp_before={} qp={} xid={:#010x} fault={}",
-                r.status.map_or("NOT_POSTED", wc_status_name),
-                r.succeeded,
-                r.segments,
-                r.bytes,
-                r.qp_before.map_or("?", verbs::qp_state_name),
-                r.qp_state.map_or("?", verbs::qp_state_name),
-                call.xid,
-                due.map_or("?", Fault::name)
+                "probe rkey={rkey:#010x} result=untested status=-1 xid={:#010x} qp_before={}",
+                p.xid,
+                r.qp_before.map_or("?", verbs::qp_state_name)
             ),
-            Err(e) => event!("frwr-after-reply {what} error={e:?} xid={:#010x}", call.xid),
+            Err(e) => event!(
+                "probe rkey={rkey:#010x} result=untested status=-1 xid={:#010x} reason={e:?}",
+                p.xid
+            ),
         }
     }
 }
 
 /// Sends the Reply `h` held back: with Send With Invalidate of `other`'s
-/// rkey (that Call's XID alongside), or as it was when no other Call came.
-fn release(conn: &mut Conn, mut h: Held, other: Option<(u32, u32)>, trigger: &Trigger) {
+/// rkey (that Call's XID and procedure alongside), or as it was when no
+/// other Call came.
+fn release(s: &mut Served, mut h: Held, other: Option<(u32, u32, &str)>, trigger: &Trigger) {
     let name = Fault::SendInvOtherRpc.name();
     match other {
-        Some((rkey, other_xid)) => {
+        Some((rkey, other_xid, other_proc)) => {
             h.out.invalidate = Some(rkey);
             event!(
-                "fault-fired name={name} xid={:#010x} proc={} count={} rkey={rkey:#010x} of_xid={other_xid:#010x}",
+                "fault-fired name={name} xid={:#010x} proc={} count={} rkey={rkey:#010x} of_xid={other_xid:#010x} of_proc={other_proc}",
                 h.xid,
                 h.proc_name,
                 trigger.count()
@@ -578,35 +888,90 @@ fn release(conn: &mut Conn, mut h: Held, other: Option<(u32, u32)>, trigger: &Tr
             h.proc_name
         ),
     }
-    execute_reply(conn, &h.out, h.xid);
+    let sent = execute_reply(s, &h.out, h.xid);
+    let writes: Vec<RdmaWrite> = h
+        .out
+        .writes
+        .iter()
+        .filter(|w| h.write_handles.contains(&w.handle))
+        .cloned()
+        .collect();
+    if sent && other.is_some() && !writes.is_empty() {
+        s.rkey_probe = Some(RkeyProbe {
+            xid: h.xid,
+            writes,
+            sent: Instant::now(),
+        });
+    }
 }
 
-/// Carries out the Reply `out` to Call `xid`; says if it failed.
-fn execute_reply(conn: &mut Conn, out: &transport::Outgoing, xid: u32) {
-    match conn.execute(out) {
-        Ok(None) => {}
-        Ok(Some(status)) => event!(
-            "reply-failed xid={xid:#010x} status={}",
-            wc_status_name(status)
-        ),
-        Err(e) => event!("reply-failed xid={xid:#010x} reason={e:?}"),
+/// The other Call's own Reply after `send-inv-other-rpc`: a plain Send
+/// where it would invalidate the rkey the held Reply `invalidated`
+/// already (invalidating it again fails over Soft-RoCE, and would test
+/// the device, not the client).
+fn plain_if_invalidated(out: &mut transport::Outgoing, invalidated: Option<u32>) {
+    if invalidated.is_some() && out.invalidate == invalidated {
+        out.invalidate = None;
     }
+}
+
+/// Carries out the Reply `out` to Call `xid`, says if it failed, and
+/// keeps the credit account: a Reply that went answers the Call, and one
+/// the client can take (it decodes, with the Call's XID) sets the grant.
+/// True when every work request succeeded.
+fn execute_reply(s: &mut Served, out: &transport::Outgoing, xid: u32) -> bool {
+    let result = s.conn.execute(out);
+    if out.sends > 0 {
+        s.book.answered(xid);
+    }
+    match result {
+        Ok(None) => {
+            if out.sends > 0 {
+                if let Some(grant) = grant_taken(&out.send, xid) {
+                    s.book.granted(grant, Instant::now());
+                }
+            }
+            true
+        }
+        Ok(Some(status)) => {
+            event!(
+                "reply-failed xid={xid:#010x} status={}",
+                wc_status_name(status)
+            );
+            false
+        }
+        Err(e) => {
+            event!("reply-failed xid={xid:#010x} reason={e:?}");
+            false
+        }
+    }
+}
+
+/// The grant a Reply carries, if the client can take it: a transport
+/// header that decodes, with the Call's XID.
+fn grant_taken(send: &[u8], xid: u32) -> Option<u32> {
+    let (h, _) = header::decode(send, &DecodeLimits::REPLY).ok()?;
+    (h.xid == xid).then_some(h.credit)
 }
 
 fn transport_err_chunk() -> rpcrdma_proto::proto::header::RdmaError {
     rpcrdma_proto::proto::header::RdmaError::Chunk
 }
 
-/// Sends a transport header on its own (an RDMA_ERROR).
-fn send_plain(conn: &mut Conn, send: Vec<u8>) {
+/// Queues a transport header on its own (an RDMA_ERROR) as the Reply to
+/// `xid`.
+fn queue_plain(s: &mut Served, xid: u32, send: Vec<u8>, arrived: Instant) {
     let out = transport::Outgoing {
         send,
         sends: 1,
         ..Default::default()
     };
-    if let Err(e) = conn.execute(&out) {
-        event!("reply-failed reason={e:?}");
-    }
+    s.queue.push_back(Pending {
+        xid,
+        out,
+        arrived,
+        due: None,
+    });
 }
 
 fn main() {
@@ -652,14 +1017,16 @@ fn main() {
         listener,
         conns: Vec::new(),
         server: nfs::Server::new(),
+        shrunk: false,
         case_text: None,
         case_read: Instant::now(),
     };
     let result = peer.run();
     let fired = peer.trigger.count();
-    for (mut c, _, _) in peer.conns.drain(..) {
-        c.disconnect();
-        c.release();
+    for mut s in peer.conns.drain(..) {
+        s.end();
+        s.conn.disconnect();
+        s.conn.release();
     }
     // Connections still being destroyed use the listener's event channel:
     // wait a little for them, and if some are still sleeping in the
@@ -759,6 +1126,92 @@ mod tests {
             read_case_file(&std::env::temp_dir(), None, true),
             CaseFile::Unreadable(_)
         ));
+    }
+
+    #[test]
+    fn held_replies_go_at_the_grant_or_after_the_wait() {
+        let t = Instant::now();
+        let ms = |n| t + Duration::from_millis(n);
+        let arrivals = [ms(0), ms(10), ms(20)];
+        let hold = Some(Duration::from_millis(100));
+        let n = |out, grant, hold, now| releasable(arrivals.iter().copied(), out, grant, hold, now);
+        // Nothing held without --hold-replies.
+        assert_eq!(n(3, 32, None, t), 3);
+        // Fewer outstanding than granted: held until each has waited.
+        assert_eq!(n(3, 32, hold, ms(50)), 0);
+        assert_eq!(n(3, 32, hold, ms(100)), 1);
+        assert_eq!(n(3, 32, hold, ms(115)), 2);
+        assert_eq!(n(3, 32, hold, ms(500)), 3);
+        // The grant reached: all go, in order.
+        assert_eq!(n(3, 3, hold, ms(1)), 3);
+        assert_eq!(n(4, 3, hold, ms(1)), 3);
+        // Before the first Reply the grant is 1: the first goes at once.
+        assert_eq!(releasable([t].into_iter(), 1, 1, hold, t), 1);
+    }
+
+    #[test]
+    fn replies_the_client_can_take_set_the_grant() {
+        let ok = transport::error_reply(0x1234, 7, transport_err_chunk());
+        assert_eq!(grant_taken(&ok, 0x1234), Some(7));
+        // Another XID, or a header that does not decode: not taken.
+        assert_eq!(grant_taken(&ok, 0x1235), None);
+        assert_eq!(grant_taken(&ok[..12], 0x1234), None);
+        let mut bad = ok.clone();
+        bad[7] = 2;
+        assert_eq!(grant_taken(&bad, 0x1234), None);
+    }
+
+    #[test]
+    fn rkeys_and_their_mrs() {
+        let w = |handle| RdmaWrite {
+            handle,
+            offset: 0,
+            data: vec![1],
+        };
+        assert_eq!(
+            distinct_handles(&[w(0x105), w(0x205), w(0x105)]),
+            [0x105, 0x205]
+        );
+        // Registered again, the same MR has a new key byte.
+        assert_eq!(mr_index(0x1234_5601), mr_index(0x1234_5602));
+        assert_ne!(mr_index(0x1234_5601), mr_index(0x1234_5701));
+        let seg = |handle| rpcrdma_proto::proto::header::Segment {
+            handle,
+            length: 8,
+            offset: 0,
+        };
+        let call = transport::Call {
+            xid: 1,
+            nomsg: false,
+            read_chunks: vec![transport::ReadChunk {
+                position: 0,
+                segments: vec![seg(1)],
+            }],
+            write_chunks: vec![vec![seg(2), seg(3)]],
+            reply_chunk: Some(vec![seg(4)]),
+            inline: Vec::new(),
+        };
+        assert_eq!(call_handles(&call).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_other_rpc_is_answered_by_a_plain_send() {
+        let out = |invalidate| transport::Outgoing {
+            send: vec![0; 28],
+            sends: 1,
+            invalidate,
+            ..Default::default()
+        };
+        // Its rkey went with the held Reply: not again.
+        let mut o = out(Some(0x105));
+        plain_if_invalidated(&mut o, Some(0x105));
+        assert_eq!(o, out(None));
+        // Any other Reply keeps its own.
+        let mut o = out(Some(0x205));
+        plain_if_invalidated(&mut o, Some(0x105));
+        assert_eq!(o, out(Some(0x205)));
+        plain_if_invalidated(&mut o, None);
+        assert_eq!(o, out(Some(0x205)));
     }
 
     #[test]

@@ -155,6 +155,9 @@ pub fn peek(call: &[u8]) -> Option<CallInfo> {
     })
 }
 
+/// Bytes of `odd6k`: not a multiple of 4, more than the inline threshold.
+const ODD_LEN: usize = 6001;
+
 struct File {
     name: Vec<u8>,
     fileid: u64,
@@ -193,9 +196,11 @@ impl Default for Server {
 }
 
 impl Server {
-    /// The directory with two files: `hello`, one line, and `data64k`,
+    /// The directory with three files: `hello`, one line; `data64k`,
     /// 65536 bytes that `seq -f %015g 0 4095` also prints, so a test can
-    /// check what it reads without writing first.
+    /// check what it reads without writing first; and `odd6k`, its first
+    /// 6001 bytes: a READ of it offers a Write chunk (over the 4096-byte
+    /// inline threshold) for data whose length is not a multiple of 4.
     pub fn new() -> Self {
         let t = now();
         let mut s = Self {
@@ -205,10 +210,12 @@ impl Server {
             verf: (u64::from(t.0) << 32 | u64::from(t.1)).to_be_bytes(),
         };
         s.add(b"hello", b"hello from rpcrdma-peer\n".to_vec());
-        let data = (0..4096)
+        let data: Vec<u8> = (0..4096)
             .flat_map(|i| format!("{i:015}\n").into_bytes())
             .collect();
+        let odd = data[..ODD_LEN].to_vec();
         s.add(b"data64k", data);
+        s.add(b"odd6k", odd);
         s
     }
 
@@ -825,6 +832,16 @@ mod tests {
     }
 
     #[test]
+    fn odd6k_is_data64k_cut_short() {
+        let s = Server::new();
+        let f = &s.files[2];
+        assert_eq!(f.name, b"odd6k");
+        assert_eq!(f.data.len(), ODD_LEN);
+        assert_ne!(f.data.len() % 4, 0);
+        assert_eq!(&f.data[..], &s.files[1].data[..ODD_LEN]);
+    }
+
+    #[test]
     fn data64k_is_what_seq_prints() {
         let s = Server::new();
         let f = &s.files[1];
@@ -886,7 +903,7 @@ mod tests {
         };
         let (all, _, eof) = list(&mut s, 0, 65536);
         assert!(eof);
-        assert_eq!(all.len(), 22);
+        assert_eq!(all.len(), 23);
         let (mut got, mut cookie) = (vec![], 0);
         loop {
             let (names, last, eof) = list(&mut s, cookie, 1024);

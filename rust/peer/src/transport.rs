@@ -163,6 +163,17 @@ impl Call {
         let first = handles.next()?;
         handles.all(|h| h == first).then_some(first)
     }
+
+    /// [`Self::inv_rkey`] of a Call whose only chunks are Read chunks (a
+    /// WRITE's): the peer is done with that rkey once it has pulled them,
+    /// before it answers, so another Reply may invalidate it without
+    /// breaking this RPC's own data transfer (`send-inv-other-rpc`).
+    pub fn pulled_rkey(&self) -> Option<u32> {
+        if self.read_chunks.is_empty() || !self.write_chunks.is_empty() {
+            return None;
+        }
+        self.reply_chunk.is_none().then(|| self.inv_rkey())?
+    }
 }
 
 /// One RDMA Write of the Reply.
@@ -198,6 +209,9 @@ pub struct Outgoing {
     pub hold: bool,
     /// The fault changed this reply.
     pub fired: bool,
+    /// More `key=value` words for the fault's line: what it did, or why
+    /// it did not fire.
+    pub fault_words: String,
 }
 
 impl Outgoing {
@@ -214,6 +228,8 @@ impl Outgoing {
 pub struct Limits {
     /// Credits granted in each reply.
     pub credits: u32,
+    /// Credits granted by `shrink-credits`.
+    pub shrink_to: u32,
     /// Most bytes in one of our Sends: the reply inline threshold as the
     /// client computed it.
     pub send_limit: usize,
@@ -379,6 +395,16 @@ fn overclaim(segs: &mut [Segment], offered: &[Segment]) {
 /// device of the tests hands out (Soft-RoCE's are below 2^19).
 pub const UNKNOWN_RKEY: u32 = 0xffff_ff5a;
 
+/// A made-up segment claiming `length` bytes, for the chunks the client
+/// never offered: an rkey it was never given, a page-aligned offset.
+fn unoffered(length: u32) -> Segment {
+    Segment {
+        handle: UNKNOWN_RKEY,
+        length,
+        offset: 0x10_0000,
+    }
+}
+
 /// Adds a segment the client did not offer after `segs`: the offered
 /// chunk's last handle, just past its end, claiming 4 KiB (kept from
 /// wrapping its offset).
@@ -392,6 +418,48 @@ fn extra_segment(segs: &mut Vec<Segment>, offered: &[Segment]) {
         length: u32::try_from((u64::MAX - offset).min(4096)).unwrap_or(0),
         offset,
     });
+}
+
+/// The XDR pad of `data_len` bytes of READ data placed in `returned` (the
+/// Write chunk as the honest Reply returns it) out of `offered`: the
+/// segment after the data's that the Requester offers for it (RFC 8166,
+/// section 3.4.6; C: `re_write_pad_mr`), the pad's zero bytes written at
+/// its start and the segment returned with their length. Otherwise why
+/// not: no such segment (the last offered, 4 bytes, that the data did not
+/// reach), a length that needs no pad, or data that stops short of it.
+fn write_pad(
+    offered: &[Segment],
+    returned: &mut [Segment],
+    data_len: usize,
+) -> Result<RdmaWrite, &'static str> {
+    let reached = returned.iter().take_while(|s| s.length > 0).count();
+    let pad = xdr_pad_size(data_len as u32) as usize;
+    let Some(seg) = offered
+        .last()
+        .filter(|s| s.length == 4 && offered.len() >= 2)
+    else {
+        return Err("no-pad-segment");
+    };
+    if reached >= offered.len() {
+        // The data ran into it: the last segment was a data segment.
+        return Err("no-pad-segment");
+    }
+    if pad == 0 {
+        return Err("no-pad-needed");
+    }
+    let full = returned[..reached]
+        .iter()
+        .zip(offered)
+        .all(|(r, o)| r.length == o.length);
+    if reached != offered.len() - 1 || !full {
+        return Err("data-short-of-pad-segment");
+    }
+    returned[reached].length = pad as u32;
+    Ok(RdmaWrite {
+        handle: seg.handle,
+        offset: seg.offset,
+        data: vec![0; pad],
+    })
 }
 
 fn patch_word(buf: &mut [u8], word: usize, v: u32) {
@@ -426,6 +494,7 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         None => fired = false,
         Some(Fault::CreditsZero) => plan.credit = 0,
         Some(Fault::CreditsMax) => plan.credit = u32::MAX,
+        Some(Fault::ShrinkCredits) => plan.credit = lim.shrink_to,
         Some(Fault::WrongXid) => plan.xid ^= 0x8000_0000,
         Some(Fault::ErrVers) => plan.error = Some(RdmaError::Vers { low: 2, high: 2 }),
         Some(Fault::ErrChunk) => plan.error = Some(RdmaError::Chunk),
@@ -434,6 +503,28 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         }
         Some(Fault::WriteChunkExtraSegment) if used == Used::WriteChunk => {
             extra_segment(&mut plan.write_list[0], &call.write_chunks[0]);
+        }
+        // READ data that fits inline, claimed as placed in a Write chunk
+        // the Call did not offer, and left out of the inline Reply.
+        Some(Fault::WriteListUnoffered)
+            if call.write_chunks.is_empty()
+                && used == Used::Nothing
+                && plan.error.is_none()
+                && reply.ddp.as_ref().is_some_and(|r| !r.is_empty()) =>
+        {
+            let len = reply.ddp.as_ref().map_or(0, |r| r.len());
+            plan.write_list = vec![vec![unoffered(len as u32)]];
+            plan.inline = reply.reduced();
+        }
+        // A Long Reply, as if the whole RPC Reply had been written to a
+        // Reply chunk the Call did not offer (it is written nowhere); the
+        // Write chunks offered come back unused, so that only the Reply
+        // chunk is wrong.
+        Some(Fault::ReplyChunkUnoffered) if call.reply_chunk.is_none() && plan.error.is_none() => {
+            plan.proc = MsgProc::NoMsg;
+            plan.write_list = call.write_chunks.iter().map(|c| zeroed(c)).collect();
+            plan.writes.clear();
+            plan.reply_chunk = Some(vec![unoffered(reply.body.len() as u32)]);
         }
         Some(Fault::ReplyChunkOverflow) if used == Used::ReplyChunk => {
             if let (Some(r), Some(o)) = (plan.reply_chunk.as_mut(), &call.reply_chunk) {
@@ -452,6 +543,32 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         Some(Fault::SendInvOtherRpc) if call.inv_rkey().is_some() => out.hold = true,
         Some(Fault::FrwrWriteAfterReply) if used == Used::WriteChunk => {
             out.probe = Some(Probe::Write(call.write_chunks[0].clone()));
+        }
+        // A Responder that writes the XDR pad of odd-length READ data
+        // into the segment the Requester offers for it.
+        Some(Fault::WritePad) => {
+            let data_len = reply.ddp.as_ref().map_or(0, |r| r.len());
+            let pad = match (used, call.write_chunks.first()) {
+                (Used::WriteChunk, Some(offered)) => {
+                    write_pad(offered, &mut plan.write_list[0], data_len)
+                }
+                _ => Err("no-pad-segment"),
+            };
+            match pad {
+                Ok(w) => {
+                    out.fault_words = format!(
+                        "pad_bytes={} rkey={:#010x} offset={:#x} data_bytes={data_len}",
+                        w.data.len(),
+                        w.handle,
+                        w.offset
+                    );
+                    plan.writes.push(w);
+                }
+                Err(reason) => {
+                    fired = false;
+                    out.fault_words = format!("reason={reason} data_bytes={data_len}");
+                }
+            }
         }
         Some(Fault::FrwrReadAfterReply) if !call.read_chunks.is_empty() => {
             out.probe = Some(Probe::Read(
@@ -555,6 +672,7 @@ mod tests {
 
     const LIM: Limits = Limits {
         credits: 32,
+        shrink_to: 4,
         send_limit: 4096,
         client_recv: 4096,
         send_inv: true,
@@ -650,6 +768,31 @@ mod tests {
             .unwrap()
             .assemble(&[b"a".to_vec()])
             .is_none());
+    }
+
+    #[test]
+    fn only_a_call_of_read_chunks_alone_offers_a_pulled_rkey() {
+        let rs = |h| ReadSegment {
+            position: 8,
+            segment: seg(h, 4096, 0x1000),
+        };
+        let parsed = |reads: &[ReadSegment], writes: &[&[Segment]], reply| {
+            let wire = encode_call(MsgProc::Msg, reads, writes, reply, b"HEADHEAD");
+            parse_call(&wire).unwrap()
+        };
+        // A WRITE's Read chunk: done with once pulled.
+        assert_eq!(parsed(&[rs(7)], &[], None).pulled_rkey(), Some(7));
+        // Two rkeys: no one handle to invalidate.
+        assert_eq!(parsed(&[rs(7), rs(8)], &[], None).pulled_rkey(), None);
+        // A Write or Reply chunk is used when the Call is answered, even
+        // under the same rkey.
+        let w = [seg(7, 4096, 0x2000)];
+        assert_eq!(parsed(&[rs(7)], &[&w], None).pulled_rkey(), None);
+        assert_eq!(parsed(&[], &[&w], None).pulled_rkey(), None);
+        assert_eq!(parsed(&[], &[&w], None).inv_rkey(), Some(7));
+        assert_eq!(parsed(&[rs(7)], &[], Some(&w)).pulled_rkey(), None);
+        // No chunk at all.
+        assert_eq!(parsed(&[], &[], None).pulled_rkey(), None);
     }
 
     #[test]
@@ -970,6 +1113,237 @@ mod tests {
         assert_eq!(error_reply(1, 2, RdmaError::Chunk).len(), FIXED_LEN + 4);
         let vers = RdmaError::Vers { low: 1, high: 1 };
         assert_eq!(error_reply(1, 2, vers).len(), ERROR_HEADER_LEN);
+    }
+
+    #[test]
+    fn shrink_credits_grants_shrink_to() {
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        let out = respond(&call, &small, &LIM, Some(Fault::ShrinkCredits));
+        assert!(out.fired);
+        assert_eq!(client_view(&out.send).unwrap().1, 4);
+        // Otherwise the same Reply.
+        let honest = respond(&call, &small, &LIM, None);
+        assert_eq!(&out.send[12..], &honest.send[12..]);
+        // An RDMA_ERROR carries it too.
+        let big = Reply {
+            body: vec![2; 10000],
+            ddp: None,
+        };
+        let out = respond(&call, &big, &LIM, Some(Fault::ShrinkCredits));
+        let (_, credit, kind) = client_view(&out.send).unwrap();
+        assert_eq!((credit, kind), (4, ReplyKind::Error(RdmaError::Chunk)));
+    }
+
+    #[test]
+    fn write_list_unoffered_claims_the_inline_data() {
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(1000);
+        let honest = respond(&call, &reply, &LIM, None);
+        assert_eq!(
+            client_view(&honest.send).unwrap().2,
+            ReplyKind::Inline { write_chunk_len: 0 }
+        );
+        let out = respond(&call, &reply, &LIM, Some(Fault::WriteListUnoffered));
+        assert!(out.fired && out.writes.is_empty() && out.sends == 1);
+        let (h, len) = header::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        let lists = h.chunk_lists().unwrap();
+        let segs: Vec<Segment> = lists.write_list.first().unwrap().iter().collect();
+        assert_eq!(segs, [unoffered(1000)]);
+        assert_eq!(lists.write_list.iter().count(), 1);
+        assert!(lists.reply_chunk.is_none());
+        // The data is left out, its length word kept.
+        assert_eq!(&out.send[len..], &reply.reduced()[..]);
+        assert_eq!(out.send.len() - len, reply.body.len() - 1000);
+        // Well-formed on its own: only the Call shows it was not offered.
+        assert_eq!(
+            h.classify_reply(),
+            Ok(ReplyKind::Inline {
+                write_chunk_len: 1000
+            })
+        );
+
+        // Waits for a READ without a Write chunk, and with data.
+        let chunk = [seg(1, 8192, 0x10000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let with = parse_call(&wire).unwrap();
+        assert!(!respond(&with, &reply, &LIM, Some(Fault::WriteListUnoffered)).fired);
+        let not_read = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        assert!(!respond(&call, &not_read, &LIM, Some(Fault::WriteListUnoffered)).fired);
+        assert!(!respond(&call, &read_reply(0), &LIM, Some(Fault::WriteListUnoffered)).fired);
+        // Nor when the honest Reply is an error (too large for inline).
+        assert!(
+            !respond(
+                &call,
+                &read_reply(5000),
+                &LIM,
+                Some(Fault::WriteListUnoffered)
+            )
+            .fired
+        );
+    }
+
+    #[test]
+    fn reply_chunk_unoffered_claims_the_whole_reply() {
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let out = respond(&call, &small, &LIM, Some(Fault::ReplyChunkUnoffered));
+        assert!(out.fired && out.writes.is_empty() && out.sends == 1);
+        assert_eq!(&out.send[12..16], &header::RDMA_NOMSG.to_be_bytes());
+        let (h, len) = header::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        assert_eq!(len, out.send.len());
+        let lists = h.chunk_lists().unwrap();
+        let segs: Vec<Segment> = lists.reply_chunk.unwrap().iter().collect();
+        assert_eq!(segs, [unoffered(100)]);
+        assert_eq!(
+            h.classify_reply(),
+            Ok(ReplyKind::Long {
+                reply_chunk_len: 100
+            })
+        );
+
+        // A READ with a Write chunk: the chunk comes back unused, nothing
+        // is written, the whole Reply claimed in the Reply chunk.
+        let chunk = [seg(1, 8192, 0x10000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(5000);
+        let out = respond(&call, &reply, &LIM, Some(Fault::ReplyChunkUnoffered));
+        assert!(out.fired && out.writes.is_empty());
+        let h = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().0;
+        let lists = h.chunk_lists().unwrap();
+        assert_eq!(lists.write_list.total_length(), 0);
+        let segs: Vec<Segment> = lists.reply_chunk.unwrap().iter().collect();
+        assert_eq!(segs, [unoffered(reply.body.len() as u32)]);
+
+        // Waits for a Call without a Reply chunk.
+        let rc = [seg(4, 8192, 0x40000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[], Some(&rc), b"call");
+        let call = parse_call(&wire).unwrap();
+        let out = respond(&call, &small, &LIM, Some(Fault::ReplyChunkUnoffered));
+        assert!(!out.fired);
+        assert_eq!(out, respond(&call, &small, &LIM, None));
+    }
+
+    #[test]
+    fn write_pad_fills_the_pad_segment() {
+        // 6001 bytes over two data segments, then the 4-byte pad segment.
+        let data = [seg(1, 4096, 0x10000), seg(2, 1905, 0x20000)];
+        let pad = seg(3, 4, 0x30000);
+        let chunk = [data[0], data[1], pad];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(6001);
+        // Honest: the pad segment comes back unused.
+        let honest = respond(&call, &reply, &LIM, None);
+        let h = header::decode(&honest.send, &DecodeLimits::REPLY)
+            .unwrap()
+            .0;
+        let segs: Vec<Segment> = h
+            .chunk_lists()
+            .unwrap()
+            .write_list
+            .first()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(segs, [data[0], data[1], seg(3, 0, 0x30000)]);
+
+        let out = respond(&call, &reply, &LIM, Some(Fault::WritePad));
+        assert!(out.fired);
+        assert_eq!(
+            out.fault_words,
+            "pad_bytes=3 rkey=0x00000003 offset=0x30000 data_bytes=6001"
+        );
+        // The data's Writes as before, then the pad's zeroes.
+        assert_eq!(out.writes[..2], honest.writes[..]);
+        assert_eq!(
+            out.writes[2],
+            RdmaWrite {
+                handle: 3,
+                offset: 0x30000,
+                data: vec![0; 3],
+            }
+        );
+        let h = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().0;
+        let segs: Vec<Segment> = h
+            .chunk_lists()
+            .unwrap()
+            .write_list
+            .first()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(segs, [data[0], data[1], seg(3, 3, 0x30000)]);
+        // As the client checks it: the pad's bytes are not data.
+        let offer = header::Offer::WriteChunk {
+            data: &data,
+            pad: Some(pad),
+        };
+        assert_eq!(
+            h.check_reply(&offer),
+            Ok(ReplyKind::Inline {
+                write_chunk_len: 6001
+            })
+        );
+        // Otherwise the same Reply.
+        assert_eq!(out.invalidate, honest.invalidate);
+        assert_eq!(out.sends, 1);
+    }
+
+    #[test]
+    fn write_pad_waits_for_a_pad_segment() {
+        let reply = read_reply(6001);
+        let not_applicable = |chunks: &[&[Segment]], reply: &Reply, reason: &str| {
+            let wire = encode_call(MsgProc::Msg, &[], chunks, None, b"call");
+            let call = parse_call(&wire).unwrap();
+            let out = respond(&call, reply, &LIM, Some(Fault::WritePad));
+            assert!(!out.fired);
+            assert_eq!(out.fault_words.split(' ').next(), Some(reason));
+            // An honest Reply.
+            let honest = respond(&call, reply, &LIM, None);
+            assert_eq!((&out.send, &out.writes), (&honest.send, &honest.writes));
+        };
+        // A client that offers no pad segment (the chunk is the data's).
+        not_applicable(&[&[seg(1, 6001, 0x10000)]], &reply, "reason=no-pad-segment");
+        // A larger data segment: the data never reaches a segment after it.
+        not_applicable(
+            &[&[seg(1, 8192, 0x10000), seg(3, 4, 0x30000)]],
+            &reply,
+            "reason=data-short-of-pad-segment",
+        );
+        // The data runs into the last 4-byte segment: it is the data's.
+        not_applicable(
+            &[&[seg(1, 5997, 0x10000), seg(3, 4, 0x30000)]],
+            &reply,
+            "reason=no-pad-segment",
+        );
+        // A length that needs no pad.
+        not_applicable(
+            &[&[seg(1, 6000, 0x10000), seg(3, 4, 0x30000)]],
+            &read_reply(6000),
+            "reason=no-pad-needed",
+        );
+        // No Write chunk: a READ whose reply fits inline.
+        not_applicable(&[], &read_reply(1001), "reason=no-pad-segment");
+        // Not a READ.
+        let small = Reply {
+            body: vec![1; 100],
+            ddp: None,
+        };
+        not_applicable(&[], &small, "reason=no-pad-segment");
     }
 
     #[test]

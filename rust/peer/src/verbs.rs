@@ -6,10 +6,12 @@
 //! staging area for RDMA Reads and Writes.
 //!
 //! Everything runs on one thread and each Call is handled to the end
-//! before the next: work requests are all signaled, and a Call's RDMA
-//! Reads, Writes and Sends are waited for before it is done. Receives that
-//! complete meanwhile are queued. Only a finished connection's objects are
-//! destroyed on a thread of their own ([`Conn::release`]).
+//! before the next (its Reply may wait in a queue of `main.rs`): work
+//! requests are all signaled, and a Call's RDMA Reads, a Reply's RDMA
+//! Writes and Sends are waited for before it is done. Receives that
+//! complete meanwhile are queued, stamped with when they were taken. Only
+//! a finished connection's objects are destroyed on a thread of their own
+//! ([`Conn::release`]).
 
 use crate::sys::*;
 use crate::transport::{Outgoing, Probe, RdmaWrite};
@@ -236,6 +238,10 @@ pub struct Message {
     pub data: Vec<u8>,
     /// The Send carried an invalidation of one of our rkeys (we offer none).
     pub invalidated: bool,
+    /// When its completion was taken from the CQ: the CQ is polled
+    /// whenever the peer waits (see [`Conn::idle`]), so this is close to
+    /// when it arrived, even if it is handled later.
+    pub arrived: Instant,
 }
 
 /// Results of an FRWR probe.
@@ -250,6 +256,8 @@ pub struct ProbeResult {
     pub qp_before: Option<u32>,
     /// Work requests that succeeded.
     pub succeeded: usize,
+    /// Status of the first work request that failed.
+    pub failed: Option<u32>,
     pub segments: usize,
     pub bytes: u64,
     /// QP state once the probe is done (an iWARP RDMA Write completes
@@ -271,8 +279,9 @@ pub struct Conn {
     send_base: usize,
     staging_base: usize,
     free_sends: Vec<usize>,
-    /// Completed Receives not handled yet: (buffer index, length, flags).
-    received: VecDeque<(usize, usize, u32)>,
+    /// Completed Receives not handled yet: (buffer index, length, flags,
+    /// when the completion was taken).
+    received: VecDeque<(usize, usize, u32, Instant)>,
     /// Completed RDMA Reads and Writes and Sends waited for: (wr_id, status).
     done: Vec<(u64, u32)>,
     next_wr: u64,
@@ -482,13 +491,14 @@ impl Conn {
             if n <= 0 {
                 return;
             }
+            let now = Instant::now();
             for wc in &wcs[..n as usize] {
                 let idx = (wc.wr_id & !KIND) as usize;
                 let ok = wc.status == IBV_WC_SUCCESS;
                 match wc.wr_id & KIND {
                     WR_RECV if ok => {
                         self.received
-                            .push_back((idx, wc.byte_len as usize, wc.wc_flags))
+                            .push_back((idx, wc.byte_len as usize, wc.wc_flags, now))
                     }
                     WR_RECV => self.failed("RECV", wc.status),
                     WR_SEND => {
@@ -527,7 +537,7 @@ impl Conn {
 
     /// The next received message, copied; its buffer is posted again.
     pub fn next_message(&mut self) -> Option<Message> {
-        let (i, len, flags) = self.received.pop_front()?;
+        let (i, len, flags, arrived) = self.received.pop_front()?;
         let off = i * self.recv_size;
         let data = self.mem[off..off + len.min(self.recv_size)].to_vec();
         if !self.dead {
@@ -540,7 +550,36 @@ impl Conn {
         Some(Message {
             data,
             invalidated: flags & IBV_WC_WITH_INV != 0,
+            arrived,
         })
+    }
+
+    /// The messages received and not handled yet, in order.
+    pub fn pending(&self) -> impl Iterator<Item = &[u8]> {
+        self.received.iter().map(|&(i, len, _, _)| {
+            let off = i * self.recv_size;
+            &self.mem[off..off + len.min(self.recv_size)]
+        })
+    }
+
+    /// Waits `d`, taking completions meanwhile, so that what arrives is
+    /// stamped when it arrives.
+    pub fn idle(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        loop {
+            self.service();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.comp_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut pfd, 1, left.as_millis().clamp(1, 100) as i32) };
+        }
     }
 
     /// Waits for work requests `ids` to complete; returns their statuses
@@ -745,23 +784,10 @@ impl Conn {
             Probe::Write(s) => (IBV_WR_RDMA_WRITE, s),
             Probe::Read(s) => (IBV_WR_RDMA_READ, s),
         };
-        // Whatever completed meanwhile (the client's Calls) is taken in
-        // first: a failed completion marks the connection dead.
-        self.service();
-        let qp_before = self.qp_state();
-        // Every Send buffer free: no Send in flight. RDMA Reads and Writes
-        // are always waited for, or the connection is dead.
-        let idle = self.free_sends.len() == SENDS;
-        if self.dead || !idle || qp_before != Some(IBV_QPS_RTS) {
-            return Ok(ProbeResult {
-                status: None,
-                qp_before,
-                succeeded: 0,
-                segments: 0,
-                bytes: 0,
-                qp_state: qp_before,
-            });
-        }
+        let qp_before = match self.probe_start() {
+            Ok(q) => q,
+            Err(r) => return Ok(r),
+        };
         let mut ids = Vec::new();
         let mut at = 0;
         let mut bytes = 0u64;
@@ -781,15 +807,61 @@ impl Conn {
             at += len;
             bytes += len as u64;
         }
-        let statuses = self.wait(&ids).ok_or("probe timed out")?;
+        self.probe_finish(&ids, bytes, qp_before)
+    }
+
+    /// RDMA Writes of `writes` again, the same bytes to the same places:
+    /// harmless to a region still open, refused by one that is closed.
+    /// Posted under the same conditions as [`Self::probe`].
+    pub fn rewrite(&mut self, writes: &[RdmaWrite]) -> Result<ProbeResult, String> {
+        let qp_before = match self.probe_start() {
+            Ok(q) => q,
+            Err(r) => return Ok(r),
+        };
+        let ids = self.post_writes(writes)?;
+        let bytes = writes.iter().map(|w| w.data.len() as u64).sum();
+        self.probe_finish(&ids, bytes, qp_before)
+    }
+
+    /// Takes in whatever completed meanwhile (the client's Calls; a failed
+    /// completion marks the connection dead) and says whether a probe may
+    /// be posted: the QP state when it may, what to report when not.
+    fn probe_start(&mut self) -> Result<Option<u32>, ProbeResult> {
+        self.service();
+        let qp_before = self.qp_state();
+        // Every Send buffer free: no Send in flight. RDMA Reads and Writes
+        // are always waited for, or the connection is dead.
+        let idle = self.free_sends.len() == SENDS;
+        if self.dead || !idle || qp_before != Some(IBV_QPS_RTS) {
+            return Err(ProbeResult {
+                status: None,
+                qp_before,
+                succeeded: 0,
+                failed: None,
+                segments: 0,
+                bytes: 0,
+                qp_state: qp_before,
+            });
+        }
+        Ok(qp_before)
+    }
+
+    /// Waits for the probe's work requests `ids` and reports.
+    fn probe_finish(
+        &mut self,
+        ids: &[u64],
+        bytes: u64,
+        qp_before: Option<u32>,
+    ) -> Result<ProbeResult, String> {
+        let statuses = self.wait(ids).ok_or("probe timed out")?;
         // An iWARP peer refuses a Write by terminating the connection: give
         // its Terminate a moment to arrive before looking at the QP.
-        std::thread::sleep(Duration::from_millis(500));
-        self.service();
+        self.idle(Duration::from_millis(500));
         Ok(ProbeResult {
             status: statuses.first().copied(),
             qp_before,
             succeeded: statuses.iter().filter(|s| **s == IBV_WC_SUCCESS).count(),
+            failed: statuses.iter().copied().find(|s| *s != IBV_WC_SUCCESS),
             segments: ids.len(),
             bytes,
             qp_state: self.qp_state(),
