@@ -126,22 +126,26 @@ if [ "$canary" = 1 ] && [ -z "$judge" ]; then
 fi
 
 # The skips a run accepts, each with its reason; any other skip fails it.
-# Lines "TRANSPORT | TEST: CASE | REASON" (see the file).
+# Lines "TRANSPORT | RDMA | TEST: CASE | REASON" (see the file): a skip
+# applies to its transport over its fabric (rxe or siw), or both (*).
 known_skips=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/known_skips
 [ -f "$known_skips" ] || die "no $known_skips"
 ks_pattern=() ks_reason=()
 lineno=0
-while IFS='|' read -r k_transport k_pattern k_reason k_extra || [ -n "$k_transport" ]; do
+while IFS='|' read -r k_transport k_fabric k_pattern k_reason k_extra || [ -n "$k_transport" ]; do
 	lineno=$((lineno + 1))
 	read -r k_transport <<<"$k_transport"
 	case "$k_transport" in '' | '#'*) continue ;; esac
+	read -r k_fabric <<<"$k_fabric"
 	read -r k_pattern <<<"$k_pattern"
 	read -r k_reason <<<"$k_reason"
 	case "$k_transport" in c | rs) ;; *) die "$known_skips:$lineno: the transport is c or rs" ;; esac
+	case "$k_fabric" in rxe | siw | '*') ;; *) die "$known_skips:$lineno: RDMA is rxe, siw or *" ;; esac
 	if [ -z "$k_pattern" ] || [ -z "$k_reason" ] || [ -n "$k_extra" ]; then
-		die "$known_skips:$lineno: not TRANSPORT | TEST: CASE | REASON"
+		die "$known_skips:$lineno: not TRANSPORT | RDMA | TEST: CASE | REASON"
 	fi
 	[ "$k_transport" = "$transport" ] || continue
+	[ "$k_fabric" = '*' ] || [ "$k_fabric" = "$rdma" ] || continue
 	ks_pattern+=("$k_pattern")
 	ks_reason+=("$k_reason")
 done <"$known_skips"
@@ -211,7 +215,8 @@ unexplained_leaks() {
 }
 
 # known_skip KEY: prints the reason known_skips gives for skipping the case
-# KEY ("test.sh: description") under this transport; fails if none does.
+# KEY ("test.sh: description") under this transport and fabric; fails if
+# none does.
 known_skip() {
 	local i
 	for i in "${!ks_pattern[@]}"; do
@@ -358,6 +363,9 @@ vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G
 # program a test starts is read through it; under TCG this takes about
 # a third off each start, and off udev's coldplug at boot.
 vng_common+=(--append "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose")
+# The guests boot without udev (scripts/guest-init.sh); HARNESS_UDEV=1
+# keeps it.
+[ "${HARNESS_UDEV:-0}" = 1 ] && vng_common+=(--append "rpcrdma_rs_udev=1")
 # A module from outside the checkout (--module) is shared the same way:
 # /var/tmp and /var/cache are fresh in the guests too.
 case "$module" in

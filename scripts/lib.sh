@@ -79,3 +79,29 @@ kernel_dir() {
 	[ "$KERNEL_FLAVOR" = test ] || prefix=kernel-$KERNEL_FLAVOR
 	echo "$RPCRDMA_RS_CACHE/$prefix-$(kernel_cache_key)/linux"
 }
+
+# time_table TIMES BUDGET: the time table scripts/test.sh prints. TIMES has
+# lines "PHASE SECONDS" (a run's phases as TRANSPORT/RDMA/NAME); BUDGET has
+# lines "NAME SECONDS", where NAME is a phase, or the last part of a run's
+# phase (boot, other, a test's file name), and "total".
+time_table() {
+	awk '
+		FNR == NR { if ($1 !~ /^#/ && NF >= 2) budget[$1] = $2; next }
+		{
+			name = $1; key = name; sub(/.*\//, "", key)
+			b = (name in budget) ? budget[name] : ((key in budget) ? budget[key] : "-")
+			flag = (b != "-" && $2 + 0 > b + 0) ? "  over" : ""
+			printf "  %-36s %6d %7s%s\n", name, $2, b, flag
+			total += $2
+		}
+		END {
+			b = ("total" in budget) ? budget["total"] : "-"
+			flag = (b != "-" && total > b + 0) ? "  over" : ""
+			printf "  %-36s %6d %7s%s\n", "total", total, b, flag
+			printf "  (%d min %d s)\n", total / 60, total % 60
+		}' "$2" "$1" | {
+		printf '[rpcrdma-rs] time table (seconds; budget: %s)\n' "${2#"$RPCRDMA_RS_TOP"/}"
+		printf '  %-36s %6s %7s\n' phase took budget
+		cat
+	}
+}

@@ -67,6 +67,19 @@ if ! "$VNG" --version 2>/dev/null | grep -q " $VIRTME_NG_VERSION\$"; then
 	"$RPCRDMA_RS_CACHE/venv/bin/pip" install -q "virtme-ng==$VIRTME_NG_VERSION"
 fi
 
+# The guests boot through scripts/guest-init.sh, which skips udev's
+# coldplug, then runs virtme-ng-init (see there).
+guest_tools=$("$RPCRDMA_RS_CACHE/venv/bin/python3" -c \
+	'import virtme.resources as r; print(r.find_guest_tools())')/bin
+[ -x "$guest_tools/virtme-ng-init" ] || die "virtme-ng has no $guest_tools/virtme-ng-init"
+wrapper=$RPCRDMA_RS_TOP/scripts/guest-init.sh
+if ! cmp -s "$wrapper" "$guest_tools/virtme-ng-init"; then
+	# A virtme-ng (re)installed since: its own init is a binary.
+	[ "$(head -c 2 "$guest_tools/virtme-ng-init")" = '#!' ] ||
+		mv "$guest_tools/virtme-ng-init" "$guest_tools/virtme-ng-init.real"
+	install -m 0755 "$wrapper" "$guest_tools/virtme-ng-init"
+fi
+
 "$RUSTC" --version >/dev/null || die "$RUSTC does not run"
 [ -d "$("$RUSTC" --print sysroot)/lib/rustlib/src/rust/library" ] ||
 	die "$RUSTC has no rust-src (Debian: rust-web-src)"

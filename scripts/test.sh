@@ -9,6 +9,7 @@
 #
 #   scripts/test.sh [--full]
 #   scripts/test.sh --soak MINUTES [--transport c|rs] [--rdma rxe|siw]
+#   scripts/test.sh --mutants [NAME...]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
@@ -37,11 +38,15 @@ cd "$RPCRDMA_RS_TOP"
 # --soak MINUTES: nothing of the above; one guest pair (rpcrdma_rs over
 # rxe unless --transport or --rdma say otherwise) runs nfs_soak.sh for
 # MINUTES.
-usage="usage: $0 [--full] | --soak MINUTES [--transport c|rs] [--rdma rxe|siw]"
-full=0 soak="" soak_transport="" soak_rdma=""
+# --mutants [NAME...]: nothing of the above; scripts/mutants.sh plants
+# each fault of selftests/rpcrdma_rs/mutants/ (or those NAMEd) in a copy
+# of the tree, and passes only if its test goes red on every one.
+usage="usage: $0 [--full] | --soak MINUTES [--transport c|rs] [--rdma rxe|siw] | --mutants [NAME...]"
+full=0 soak="" soak_transport="" soak_rdma="" mutants=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--full) full=1; shift ;;
+	--mutants) mutants=1; shift; break ;;
 	--soak | --transport | --rdma)
 		[ $# -ge 2 ] || die "$usage"
 		case "$1" in
@@ -64,8 +69,28 @@ elif [ -n "$soak_transport$soak_rdma" ]; then
 	die "--transport and --rdma choose the soak's guest pair: $usage"
 fi
 
+# The time table: each phase's seconds, printed at the end against the
+# budget in selftests/rpcrdma_rs/time_budget (see Documentation/testing.rst).
+times_file=$(mktemp)
+trap 'rm -f "$times_file"' EXIT
+phase_start=$SECONDS
+mark() { # PHASE: the seconds since the last mark are PHASE's
+	echo "$1 $((SECONDS - phase_start))" >>"$times_file"
+	phase_start=$SECONDS
+}
+
 scripts/setup.sh
+mark setup
 scripts/build-kernel.sh >/dev/null
+mark kernel
+
+if [ "$mutants" = 1 ]; then
+	[ "$full" = 0 ] && [ -z "$soak$soak_transport$soak_rdma" ] || die "$usage"
+	log "building the hostile server for the guests (rust/peer)"
+	build_peer
+	rm -f "$times_file"
+	exec scripts/mutants.sh "$@"
+fi
 
 passed=0 failed=0 skipped=0
 add_counts() { # FILE with passed=/failed=/skipped= lines
@@ -129,9 +154,11 @@ lint host-rustfmt bash -c 'cd rust/host && cargo fmt --check'
 lint peer-clippy bash -c 'cd rust/peer && cargo clippy -q --all-targets -- -D warnings'
 lint peer-rustfmt bash -c 'cd rust/peer && cargo fmt --check'
 lint shell-syntax bash -c 'for f in scripts/*.sh selftests/rpcrdma_rs/*.sh .ci/run; do bash -n "$f" || exit 1; done'
+mark lints
 scripts/build-module.sh
 log "building the hostile server for the guests (rust/peer)"
 build_peer
+mark builds
 
 log "host tests (cargo test in rust/host and rust/peer)"
 if (cd rust/host && cargo test 2>&1) | tee "$results/host.log"; then :; fi
@@ -142,6 +169,7 @@ awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
 	END { if (!n) f++; print "passed=" p+0; print "failed=" f+e; print "skipped=" s+0 }' \
 	"$results/host.log" >"$results/host.summary"
 add_counts "$results/host.summary"
+mark host-tests
 
 # Each fuzz target for FUZZ_SECONDS (default 45), seeded with the captured
 # wire corpus; a crash, a hang or a target that did not run fails.
@@ -157,6 +185,7 @@ else
 	echo "not ok - fuzz (see $results/fuzz.log)"
 	failed=$((failed + 1))
 fi
+mark fuzz
 
 # The harness checks itself in the first run (--canary): harness_canary.sh
 # plants a kernel WARNING and a data check with a wrong expected checksum,
@@ -167,10 +196,23 @@ if [ "$full" = 1 ]; then
 else
 	runs=${HARNESS_RUNS:-rs:rxe rs:siw}
 fi
-rxe_tests="nfs_data_integrity.sh nfs_workloads.sh nfs_load.sh nfs_inline_thresholds.sh nfs_krb5.sh"
-rxe_tests+=" hostile_peer.sh"
-siw_tests="nfs_data_integrity.sh nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh"
-siw_tests+=" nfs_utils.sh dkms.sh"
+# Pinned to a fabric: nfs_krb5.sh (rxe only), hostile_peer.sh (rxe has
+# the cases siw cannot fire), nfs_load.sh and nfs_inline_thresholds.sh
+# (over rxe RPCs take several regions and run the pool dry). The others
+# swap fabrics from one commit to the next (ROTATION, default the
+# number of commits, even or odd), so that each fabric sees each of them
+# over two runs; --full runs everything over both.
+pinned_rxe="nfs_load.sh nfs_inline_thresholds.sh nfs_krb5.sh hostile_peer.sh"
+swap_a="nfs_workloads.sh"
+swap_b="nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh dkms.sh"
+rotation=${ROTATION:-$(git -C "$RPCRDMA_RS_TOP" rev-list --count HEAD 2>/dev/null || echo 0)}
+case "$rotation" in *[!0-9]* | '') die "ROTATION is a whole number" ;; esac
+if [ $((rotation % 2)) = 0 ]; then
+	rxe_tests="nfs_data_integrity.sh $swap_a $pinned_rxe" siw_tests="nfs_data_integrity.sh $swap_b"
+else
+	rxe_tests="nfs_data_integrity.sh $swap_b $pinned_rxe" siw_tests="nfs_data_integrity.sh $swap_a"
+fi
+[ "$full" = 1 ] || log "rotation $((rotation % 2)) (ROTATION=$rotation): over rxe $rxe_tests; over siw $siw_tests"
 canary=(--canary)
 for run in $runs; do
 	IFS=: read -r t r <<<"$run"
@@ -192,8 +234,19 @@ for run in $runs; do
 	else
 		failed=$((failed + 1))
 	fi
+	# The run's own part of the table: each test's seconds from the
+	# guest's tap/status, its boot, and the rest (start, unload, leak
+	# scans, judging) as "other".
+	run_secs=$((SECONDS - phase_start))
+	awk -v p="$1/$2" -v total="$run_secs" '
+		$1 == "boot" { print p "/boot " $2; used += $2 }
+		$2 == "exit" && $4 != "" { print p "/" $1 " " $4; used += $4 }
+		END { print p "/other " total - used }' "$results/$1-$2/tap/status" 2>/dev/null >>"$times_file" ||
+		echo "$1/$2/other $run_secs" >>"$times_file"
+	phase_start=$SECONDS
 done
 
 log "results: $results"
+time_table "$times_file" "$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/time_budget" | tee "$results/times.txt"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -31,6 +31,10 @@ done
 [ -e "$RUN_DIR/server-ready" ] || fail "server not ready"
 
 mkdir -p "$RUN_DIR/tap"
+# The seconds from this guest's start to its first test (both guests'
+# boot and set-up), for the run's time table.
+read -r up _ </proc/uptime
+echo "boot ${up%.*}" >>"$RUN_DIR/tap/status"
 for t in $TESTS; do
 	set +x
 	echo "=== $t"
