@@ -30,10 +30,22 @@
 #      its reason (rs_traced). Every
 #      fault of the server has rpcrdma_rs log a line naming the server
 #      (rs_peer_logged), which this check requires too where its account
-#      is otherwise debugfs or mountstats;
+#      is otherwise debugfs or mountstats. A line is counted (rs_logged):
+#      "rpcrdma_rs: SERVER: " and the fault's text, once per fault the
+#      peer fired (once per connection for the lines said per
+#      connection), after the case's marker; fewer only where a
+#      "callbacks suppressed" line accounts for the rest. With
+#      TRANSPORT=rs this check also reads the reply-order witness of the
+#      test-hook build (witness_check): reply_before_invalidation 0 once
+#      the case is done, and deliveries_checked grown during an I/O that
+#      moved data through chunks. The credits cases' account is the
+#      peer's, read once unmounted (after_grant), and binds the C client
+#      as much;
 #   5. the same mount works afterwards: an O_DIRECT READ of data64k goes
 #      to the peer again (well-behaved by then, or still granting absurd
-#      credits) and comes back right.
+#      credits) and comes back right; after an RDMA_ERROR, over the same
+#      connection.
+# Checks 4 and 5 are reported once the case is unmounted.
 # With TRANSPORT=c the same cases run as the reference: where the C client
 # differs in 3 or 4, the case is skipped with the reason "C differs: ..."
 # (known_skips accepts it, and the harness lists it); wrong data fails.
@@ -42,12 +54,13 @@
 #
 # Under TCG every process the test starts costs about a tenth of a second
 # (binaries come over 9p), so the steps of a case are shell builtins where
-# they can be: the mount, the I/O and the unmount, each under timeout,
-# dmesg where a log line is checked, and the one question to the server
-# guest whether the peer still runs (peer_alive), are its only processes.
+# they can be: the mount, the I/O and the unmount, each under timeout
+# (readpar's eight readers under one polled bound instead), dmesg where a
+# log line is checked, and the one question to the server guest whether
+# the peer still runs (peer_alive), are its only processes.
 #
 # HOSTILE_PEER_CASES="name ..." runs only those cases.
-# The checks are called by name (rs_*, check_*).
+# The checks are called by name (rs_*, check_*; after_* once unmounted).
 # shellcheck disable=SC2317
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
@@ -98,17 +111,36 @@ CASES=(
 	"err-chunk | read | either | --fault err-chunk | rdma_error Chunk"
 	"credits-zero | read | ok | --fault credits-zero --on any --times 0 | credits 1"
 	"credits-max | read | ok | --fault credits-max --on any --times 0 | credits requested"
+	# The peer holds its replies until the grant is outstanding (or 300 ms
+	# passed): eight readers at once must drive the client to its grant,
+	# never past it. The shrink comes on the 16th of readpar's 64 READs.
+	"credits-grant-1 | readpar | ok | --credits 1 --hold-replies 300 | grant 1"
+	"credits-grant-2 | readpar | ok | --credits 2 --hold-replies 300 | grant 2"
+	"credits-grant-4 | readpar | ok | --credits 4 --hold-replies 300 | grant 4"
+	"credits-shrink | readpar | ok | --credits 8 --hold-replies 300 --fault shrink-credits --shrink-to 2 --on read --after 16 | grant 8 2"
 	"wrong-xid | read | ok | --fault wrong-xid | bad_xids"
 	"duplicate-reply | read | ok | --fault duplicate-reply | duplicate"
 	"reply-too-long | read | ok | --fault reply-too-long | retried Receive failed with completion status"
 	"write-chunk-overflow | read | ok | --fault write-chunk-overflow | retried Write chunk longer than offered"
-	"write-chunk-extra-segment | read | ok | --fault write-chunk-extra-segment | retried Write chunk longer than offered"
+	"write-chunk-extra-segment | read | ok | --fault write-chunk-extra-segment | retried Write chunk segments differ from those offered"
+	# The XDR pad of a READ's odd-length data written into the pad
+	# segment the client offers after the data's (RFC 8166, section
+	# 3.4.6): a server may, and the client takes the Reply as it is.
+	"write-pad | readodd | ok | --fault write-pad | write_pad"
 	"reply-chunk-overflow | ls | ok | --fault reply-chunk-overflow --on readdirplus | retried Reply chunk longer than offered"
-	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | retried malformed reply chunk lists"
+	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | retried RDMA_NOMSG reply but no Reply chunk offered"
+	# A chunk in the reply to a Call that offered none. A READ offers no
+	# Write chunk only when its reply fits inline (readsmall: 1 KiB, the
+	# peer waits for such a READ); LOOKUP (the read's, none during the
+	# mount) offers no Reply chunk.
+	"write-list-unoffered | readsmall | ok | --fault write-list-unoffered | retried Write list but no Write chunk offered"
+	"reply-chunk-unoffered | read | ok | --fault reply-chunk-unoffered --on lookup | retried RDMA_NOMSG reply but no Reply chunk offered"
 	"disconnect-mid-reply | read | ok | --fault disconnect-mid-reply | reconnected"
 	"silence | read | ok | --fault silence | reconnected"
 	"send-inv-unknown | read | ok | --fault send-inv-unknown | reconnected"
-	"send-inv-other-rpc | read2 | ok | --fault send-inv-other-rpc | other_rpc"
+	# The held READ's Reply invalidates the rkey of a WRITE whose Read
+	# chunk the peer has pulled (readwrite: the WRITE follows the hold).
+	"send-inv-other-rpc | readwrite | ok | --fault send-inv-other-rpc | other_rpc"
 	"frwr-write-after-reply | read | ok | --fault frwr-write-after-reply --no-send-inv | frwr write"
 	"frwr-read-after-reply | write | ok | --fault frwr-read-after-reply --on write --no-send-inv | frwr read"
 )
@@ -156,18 +188,32 @@ expected_h1=$(seq -f '%015g' 0 2047 | sha256sum | cut -d' ' -f1)
 expected_h2=$(seq -f '%015g' 2048 4095 | sha256sum | cut -d' ' -f1)
 head -c 65536 /dev/urandom >"$SCRATCH/w64k"
 expected_w=$(sha256sum <"$SCRATCH/w64k" | cut -d' ' -f1)
+# data64k's text itself, for readpar's pieces (compared by the shell: no
+# sha256sum per piece). %015d prints what seq's %015g does below 10^6.
+printf -v data64k_text '%015d\n' {0..4095}
+# What odd6k holds: data64k's first 6001 bytes.
+expected_odd=$(printf '%s' "${data64k_text:0:6001}" | sha256sum | cut -d' ' -f1)
+# readwrite's 64 KiB to write: text, so that the shell itself can feed it
+# to the writer the moment it is due (no process then).
+printf -v rw_text 'w%014d\n' {0..4095}
+expected_rw=$(printf '%s' "$rw_text" | sha256sum | cut -d' ' -f1)
 if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	tap_diag "BREAK_DATA_CHECK=1: corrupting the expected checksums"
 	expected=$(rotate_first_digit <<<"$expected")
 	expected_h1=$(rotate_first_digit <<<"$expected_h1")
 	expected_h2=$(rotate_first_digit <<<"$expected_h2")
 	expected_w=$(rotate_first_digit <<<"$expected_w")
+	expected_rw=$(rotate_first_digit <<<"$expected_rw")
+	expected_odd=$(rotate_first_digit <<<"$expected_odd")
+	data64k_text=X${data64k_text:1}
 fi
 
 # ---- Waiting without a process ----
 
 # snooze SECONDS: a read that times out on a FIFO nobody writes to.
 [ -p "$SCRATCH/snooze" ] || mkfifo "$SCRATCH/snooze"
+# readwrite's writer reads its data from this FIFO.
+[ -p "$SCRATCH/rwfifo" ] || mkfifo "$SCRATCH/rwfifo"
 exec {snooze_fd}<>"$SCRATCH/snooze"
 snooze() { read -r -t "$1" -u "$snooze_fd" _ || :; }
 
@@ -496,6 +542,77 @@ do_io() {
 			verdict "$((rc2 == 0 ? rc1 : rc2))" "" ""
 		fi
 		;;
+	readsmall)
+		# The first KiB of data64k, O_DIRECT: a READ whose reply fits
+		# inline, so that it offers no Write chunk.
+		timeout "$IO_LIMIT" dd if="$MNT/data64k" of="$SCRATCH/small" iflag=direct bs=1k count=1 \
+			status=none 2>>"$CLIENT_LOG"
+		rc=$?
+		if [ "$rc" = 0 ]; then
+			l=
+			IFS= read -r -N 1024 l <"$SCRATCH/small"
+			[ "$l" = "${data64k_text:0:1024}" ] && io=ok || io=wrong
+		else
+			verdict "$rc" "" ""
+		fi
+		;;
+	readodd)
+		# All of odd6k, 6001 bytes, in one O_DIRECT READ of that many:
+		# NFS direct I/O keeps the byte count (a buffered READ asks for
+		# whole pages), so the READ's data is not a multiple of 4 and
+		# its Write chunk offers the pad segment after the data's.
+		rm -f "$SCRATCH/odd"
+		timeout "$IO_LIMIT" dd if="$MNT/odd6k" of="$SCRATCH/odd" iflag=direct bs=6001 count=1 \
+			status=none 2>>"$CLIENT_LOG"
+		rc=$?
+		# Compared by its checksum: the shell's read drops NUL bytes.
+		[ "$rc" = 0 ] && { sum_of "$SCRATCH/odd"; rc=$?; }
+		verdict "$rc" "$sum" "$expected_odd"
+		;;
+	readpar)
+		# Eight O_DIRECT readers at once, reader k reading the 8 blocks
+		# of 4 KiB from block k: up to eight READs outstanding, each
+		# with its Write chunk. One bound for all of them (polled: a
+		# timeout process per reader would cost eight more), then
+		# each piece compared with data64k's text by the shell.
+		local k p i pids=() rck got left
+		rc=0
+		for ((k = 0; k < 8; k++)); do
+			dd if="$MNT/data64k" of="$SCRATCH/par$k" iflag=direct bs=4k skip="$k" count=8 \
+				status=none 2>>"$CLIENT_LOG" &
+			pids+=("$!")
+		done
+		for ((i = 0; i < IO_LIMIT * 10; i++)); do
+			left=0
+			for p in "${pids[@]}"; do
+				kill -0 "$p" 2>/dev/null && { left=1; break; }
+			done
+			[ "$left" = 0 ] && break
+			snooze 0.1
+		done
+		if [ "$left" = 1 ]; then
+			kill -9 "${pids[@]}" 2>/dev/null
+			rc=137
+		fi
+		for p in "${pids[@]}"; do
+			wait "$p"
+			rck=$?
+			[ "$rc" = 0 ] && rc=$rck
+		done
+		if [ "$rc" = 0 ]; then
+			io=ok
+			for ((k = 0; k < 8; k++)); do
+				got=
+				IFS= read -r -N 32768 got <"$SCRATCH/par$k"
+				if [ "$got" != "${data64k_text:k*4096:32768}" ]; then
+					io=wrong
+					echo "readpar: reader $k (from block $k) read wrong data" >>"$CLIENT_LOG"
+				fi
+			done
+		else
+			verdict "$rc" "" ""
+		fi
+		;;
 	write)
 		timeout "$IO_LIMIT" dd if="$SCRATCH/w64k" of="$MNT/w64k" bs=64k conv=fsync \
 			status=none >>"$CLIENT_LOG" 2>&1
@@ -508,6 +625,55 @@ do_io() {
 			rc=$?
 		fi
 		verdict "$rc" "$sum" "$expected_w"
+		;;
+	readwrite)
+		# An O_DIRECT READ of data64k, which send-inv-other-rpc's peer
+		# holds, and, once it does (its fault-held line), an O_DIRECT
+		# WRITE of 64 KiB: a Call whose one chunk is a Read chunk, which
+		# the peer pulls before it answers the READ with Send With
+		# Invalidate of the WRITE's rkey. The writer starts first, its
+		# file opened, and waits for its data on a FIFO, so that the
+		# WRITE follows the hold at once (the peer holds for 1.5 s at
+		# most). Then the READ's bytes are compared with data64k's, and
+		# the written file is read back from the server.
+		local pr pw rcr rcw fd got
+		rm -f "$SCRATCH/rw-read"
+		exec {fd}<>"$SCRATCH/rwfifo"
+		timeout "$IO_LIMIT" dd of="$MNT/rw64k" oflag=direct conv=notrunc bs=64k count=1 iflag=fullblock \
+			status=none <&"$fd" {fd}<&- 2>>"$CLIENT_LOG" &
+		pw=$!
+		timeout "$IO_LIMIT" dd if="$MNT/data64k" of="$SCRATCH/rw-read" iflag=direct bs=64k count=1 \
+			status=none 2>>"$CLIENT_LOG" &
+		pr=$!
+		wait_until 5 peer_has '^fault-held ' ||
+			echo "readwrite: no fault-held line from the peer in 5 s; writing all the same" >>"$CLIENT_LOG"
+		# 64 KiB: what a pipe holds, so this returns at once.
+		printf '%s' "$rw_text" >&"$fd"
+		exec {fd}<&-
+		wait "$pr"
+		rcr=$?
+		wait "$pw"
+		rcw=$?
+		if [ "$rcr" != 0 ] || [ "$rcw" != 0 ]; then
+			echo "readwrite: the read ended $rcr, the write $rcw" >>"$CLIENT_LOG"
+			case "$rcr:$rcw" in
+			124:* | 137:* | *:124 | *:137) verdict 124 "" "" ;;
+			*) verdict 1 "" "" ;;
+			esac
+		else
+			got=
+			IFS= read -r -N 65536 got <"$SCRATCH/rw-read"
+			if [ "$got" != "$data64k_text" ]; then
+				io=wrong
+				echo "readwrite: the READ of data64k read wrong data" >>"$CLIENT_LOG"
+			else
+				# What the server stored, not the page cache.
+				echo 3 >/proc/sys/vm/drop_caches
+				sum_of "$MNT/rw64k"
+				verdict $? "$sum" "$expected_rw"
+				[ "$io" = wrong ] && echo "readwrite: the written file read back wrong" >>"$CLIENT_LOG"
+			fi
+		fi
 		;;
 	ls)
 		timeout "$IO_LIMIT" ls -l "$MNT" >"$SCRATCH/ls.out" 2>>"$CLIENT_LOG"
@@ -619,18 +785,71 @@ rs_xprt() {
 	return 1
 }
 
+# peer_count REGEX: sets count to the number of the case's peer lines
+# (since the mark) that match REGEX.
+peer_count() {
+	local l
+	count=0
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l =~ $1 ]] && count=$((count + 1))
+	done
+}
+
+# rs_logged REGEX: the kernel log has, after the case's marker, the line
+# of rpcrdma_rs naming the server, "rpcrdma_rs: $SERVER_IP4: " and then
+# REGEX (after dmesg's time stamp and caller id, if any), as often as the
+# case calls for. A fault's line (log_per unset) comes once per fault the
+# peer fired (its fault-fired lines; at least once). A line said once per
+# connection (log_per=conn: the private data, the grant) comes at least
+# once and at most once per connection the peer accepted in the case. The
+# lines are rate-limited: fewer are allowed only when "callbacks
+# suppressed" lines of rpcrdma_rs's budgets after the marker account for
+# the rest, more never. Waits up to 5 s for them; sets why to what it saw.
 rs_logged() {
-	local i l re="$*"
+	local i l n=0 supp=0 first="" lo hi per re
+	re="^(\[[^]]*\] ?)*rpcrdma_rs: ${SERVER_IP4//./[.]}: ($1)"
+	if [ "${log_per:-}" = conn ]; then
+		peer_count '^accepted '
+		lo=1 hi=$((count > 1 ? count : 1))
+		per="at most once per connection ($count accepted)"
+	else
+		peer_count '^fault-fired '
+		lo=$((count > 1 ? count : 1)) hi=$lo
+		per="once per fault fired ($count)"
+	fi
 	for ((i = 0; i < 50; i++)); do
 		dmesg_since_mark
+		n=0 supp=0 first=""
 		for l in "${kmsg[@]}"; do
-			[[ $l =~ $re ]] && { why="logged"; return 0; }
+			if [[ $l =~ $re ]]; then
+				n=$((n + 1))
+				[ -n "$first" ] || first=${l#\[*\] }
+			elif [[ $l =~ rpcrdma_rs_ratelimit:\ ([0-9]+)\ callbacks\ suppressed ]]; then
+				supp=$((supp + BASH_REMATCH[1]))
+			fi
 		done
+		[ "$n" -ge "$lo" ] && break
 		snooze 0.1
 	done
-	why="no line matching '$re' in dmesg since the case's marker"
-	dmesg_missing_why
-	return 1
+	if [ "$n" = 0 ]; then
+		why="no line 'rpcrdma_rs: $SERVER_IP4: $1' in dmesg since the case's marker"
+		dmesg_missing_why
+		return 1
+	fi
+	why="logged $n time(s), want $per: '$first'"
+	if [ "$n" -gt "$hi" ]; then
+		why="$why; more often than that"
+		return 1
+	fi
+	if [ "$n" -lt "$lo" ]; then
+		if [ "$supp" -lt $((lo - n)) ]; then
+			why="$why; too few, and $supp callbacks suppressed after the marker"
+			return 1
+		fi
+		why="$why; the rest rate-limited ($supp callbacks suppressed after the marker)"
+	fi
+	return 0
 }
 
 # rs_retried REGEX: rpcrdma_rs logged REGEX (as rs_logged), and the RPC
@@ -639,10 +858,12 @@ rs_logged() {
 # READ failed with EIO and retried by the page cache would carry a new XID.
 # The fault was traced too (rs_traced): a reply_error event of the kind
 # the line names and a disconnect for a bad reply, or for a failed
-# Receive only its disconnect.
+# Receive only its disconnect. (A failed Receive is logged as the
+# connection's loss: "connection lost (Receive failed ...)".)
 rs_retried() {
-	local l xid="" again=0 kind=bad_chunk txid reason="bad reply"
-	rs_logged "$@" || return 1
+	local l xid="" again=0 kind=bad_chunk txid reason="bad reply" re="$*"
+	[[ $re == "Receive failed"* ]] && re="connection lost \\($re"
+	rs_logged "$re" || return 1
 	peer_read
 	for l in "${peer_lines[@]}"; do
 		if [ -z "$xid" ]; then
@@ -711,29 +932,64 @@ rs_traced() {
 	why="$why; traced $seen"
 }
 
-# rs_rdma_error REGEX: rpcrdma_rs logged "RDMA_ERROR REGEX" (as
-# rs_logged) and traced a reply_error event of kind rdma_error for the
-# RPC the peer answered with it. The connection stays.
-rs_rdma_error() {
-	local xid
-	rs_logged "RDMA_ERROR $*" || return 1
+# check_rdma_error REGEX: the peer answered the RPC of its fault with
+# RDMA_ERROR, which answers that RPC with an error (RFC 8166, section
+# 4.5: rpcrdma_rs and C fail it with EIO) and is no reason to reset the
+# connection: the mount's connect_count is what it was once mounted
+# (connects0), and the peer saw no Call with the fault's XID again (the
+# page cache may read again, under a new XID). Check 5 then has the same
+# connection serve again. rpcrdma_rs also counted it (debugfs rdma_errors,
+# one per fault; bad_replies 0), logged "RDMA_ERROR REGEX for xid XID"
+# once per fault (rs_logged), traced a reply_error event of kind
+# rdma_error for XID, and traced no disconnect.
+check_rdma_error() {
+	local xid l n again=0 lost=0 lines=()
+	mount_xprt
+	n=${xprt[4]}
 	if ! fault_xid; then
-		why="$why; no fault-fired line from the peer"
+		why="no fault-fired line from the peer"
 		return 1
 	fi
-	rs_traced rdma_error "$xid" ""
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		if [[ $l == "fault-fired "* ]]; then
+			again=0
+		elif [[ $l == "call xid=$xid "* ]]; then
+			again=1
+		fi
+	done
+	why="connect_count ${connects0:-?} once mounted, ${n:-?} now; the RPC $xid"
+	[ "$again" = 1 ] && why="$why sent again" || why="$why not sent again"
+	[ -n "$connects0" ] && [ "$n" = "$connects0" ] && [ "$again" = 0 ] || return 1
+	[ "$TRANSPORT" = rs ] || return 0
+	peer_count '^fault-fired '
+	rs_xprt rdma_errors bad_replies
+	why="$why; rdma_errors ${xv[0]:-?}, bad_replies ${xv[1]:-?} (want $count, 0)"
+	[ "${xv[0]}" = "$count" ] && [ "${xv[1]}" = 0 ] || return 1
+	rs_peer_logged "RDMA_ERROR $1 for xid $xid" || return 1
+	rs_traced rdma_error "$xid" "" || return 1
+	[ -n "$trace_inst" ] && mapfile -t lines <"$trace_inst/trace"
+	for l in "${lines[@]}"; do
+		[[ $l == *" rpcrdma_rs_disconnect: peer=$SERVER_IP4 "* ]] && lost=1
+	done
+	if [ "$lost" = 1 ]; then
+		why="$why, and a disconnect"
+		return 1
+	fi
+	why="$why, no disconnect"
 }
 
-# rs_peer_logged REGEX: with TRANSPORT=rs, the kernel log has a line of
-# rpcrdma_rs naming the server, "rpcrdma_rs: $SERVER_IP4: " and then
-# REGEX, since the case's marker; adds what was seen to why. True at once
-# with the C transport, which logs none of these faults.
+# rs_peer_logged REGEX: with TRANSPORT=rs, the kernel log has the line
+# of rpcrdma_rs naming the server, "rpcrdma_rs: $SERVER_IP4: " and then
+# REGEX, since the case's marker, as often as rs_logged wants; adds what
+# was seen to why. True at once with the C transport, which logs none of
+# these faults.
 rs_peer_logged() {
 	local before=$why rc
 	[ "$TRANSPORT" = rs ] || return 0
-	rs_logged "rpcrdma_rs: ${SERVER_IP4//./[.]}: $1"
+	rs_logged "$1"
 	rc=$?
-	why="$before; $why"
+	why="${before:+$before; }$why"
 	return "$rc"
 }
 
@@ -741,7 +997,7 @@ rs_peer_logged() {
 # them; with SEND none, also the line saying there was no valid private
 # data, and why (FAULT: none, bad-magic or version-2, the peer's mode).
 rs_pd() {
-	local got want reason ok=1
+	local got want reason ok=1 log_per=conn
 	if [ "$1" = none ]; then
 		want="none - - $4 $5"
 		rs_xprt peer_private_data inline_send inline_recv
@@ -772,7 +1028,7 @@ rs_pd() {
 # what the server granted instead (credits-zero grants 0, credits-max
 # 2^32-1, which the client clamps to what it asked for).
 rs_credits() {
-	local granted requested sent
+	local granted requested sent log_per=conn
 	rs_xprt credits_granted credits_requested
 	granted=${xv[0]} requested=${xv[1]}
 	why="credits granted $granted of $requested requested"
@@ -795,22 +1051,91 @@ check_bad_xids() {
 	rs_peer_logged "reply for unknown XID 0x[0-9a-f]{8}, dropped"
 }
 
+# check_duplicate: the reply's copy was dropped, once per fault, and
+# nothing else came of it. The copy finds its RPC either complete
+# (answered at once, by Send With Invalidate): sunrpc finds no such XID,
+# and mountstats bad_xids grows by one (bad0: its value once mounted),
+# rpcrdma_rs logging "reply for unknown XID XID, dropped" and tracing
+# reply_error kind=unknown_xid; or, with rpcrdma_rs, answered but still
+# being invalidated: debugfs duplicate_replies grows by one, with "duplicate
+# reply dropped (xid XID)" and kind=duplicate. Never both. A duplicate is
+# no fault of the connection, which stays (connect_count as once
+# mounted), and the RPC was answered once, not sent again; the READ's
+# data is right (check 3's verdict, io, is ok).
 check_duplicate() {
-	local n l
-	mount_xprt
-	n=${xprt[9]}
-	why="bad_xids $n"
-	[ "${n:-0}" -gt 0 ] && return 0
-	dmesg_since_mark
-	for l in "${kmsg[@]}"; do
-		[[ $l == *"duplicate reply dropped"* ]] && { why="logged"; return 0; }
+	local n c dup=0 l xid again=0 fired
+	peer_count '^fault-fired '
+	fired=$count
+	fault_xid
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		if [[ $l == "fault-fired "* ]]; then
+			again=0
+		elif [ -n "$xid" ] && [[ $l == "call xid=$xid "* ]]; then
+			again=1
+		fi
 	done
-	if [ "$TRANSPORT" = rs ]; then
-		rs_xprt duplicate_replies
-		why="$why, duplicate_replies ${xv[0]}, no 'duplicate reply dropped' logged"
-		dmesg_missing_why
+	mount_xprt
+	n=$((${xprt[9]:-0} - ${bad0:-0}))
+	c=${xprt[4]}
+	[ "$TRANSPORT" = rs ] && rs_xprt duplicate_replies && dup=${xv[0]:-0}
+	why="$fired fault(s) fired, xid ${xid:-?}; bad_xids +$n, duplicate_replies $dup"
+	why="$why; connect_count ${connects0:-?} once mounted, ${c:-?} now"
+	[ "$again" = 1 ] && why="$why; the RPC sent again" || why="$why; the RPC not sent again"
+	why="$why; the READ ended $io"
+	[ "$fired" -ge 1 ] && [ "$io" = ok ] && [ "$again" = 0 ] || return 1
+	[ -n "$connects0" ] && [ "$c" = "$connects0" ] || return 1
+	if [ "$n" = "$fired" ] && [ "$dup" = 0 ]; then
+		rs_peer_logged "reply for unknown XID $xid, dropped" || return 1
+		[ "$TRANSPORT" = rs ] || return 0
+		rs_traced unknown_xid "$xid" ""
+	elif [ "$n" = 0 ] && [ "$dup" = "$fired" ]; then
+		rs_peer_logged "duplicate reply dropped \\(xid $xid\\)" || return 1
+		rs_traced duplicate "$xid" ""
+	else
+		why="$why (want bad_xids +$fired or duplicate_replies $fired, not both)"
+		return 1
 	fi
-	return 1
+}
+
+# check_write_pad: the peer wrote the XDR pad of the READ's odd-length
+# data (pad_bytes=3 of 6001) into the pad segment the Call offered after
+# the data's, and returned it with that length, as RFC 8166 (section
+# 3.4.6) lets a server do: the client takes the Reply as it is (its data
+# right: check 3), with no reason to reset the connection (connect_count
+# as once mounted, connects0) nor to send the RPC again. A READ without
+# a pad segment leaves the fault unfired, and the peer's
+# fault-not-applicable line (reason=no-pad-segment) is shown. rpcrdma_rs
+# also counted no bad reply (debugfs bad_replies 0).
+check_write_pad() {
+	local l c xid fired="" na="" again=0
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l == "fault-not-applicable name=write-pad "* ]] && [ -z "$na" ] && na=$l
+	done
+	if ! fault_xid; then
+		why="no fault-fired line from the peer"
+		[ -n "$na" ] && why="$why; the peer: $na"
+		[[ $na == *" reason=no-pad-segment"* ]] && why="$why (the READ offered no pad segment)"
+		return 1
+	fi
+	for l in "${peer_lines[@]}"; do
+		if [[ $l == "fault-fired "* ]]; then
+			fired=$l again=0
+		elif [[ $l == "call xid=$xid "* ]]; then
+			again=1
+		fi
+	done
+	mount_xprt
+	c=${xprt[4]}
+	why="${fired#fault-fired }; connect_count ${connects0:-?} once mounted, ${c:-?} now"
+	[ "$again" = 1 ] && why="$why; the RPC sent again" || why="$why; the RPC not sent again"
+	[[ $fired == *" pad_bytes=3 "* ]] || { why="$why (want pad_bytes=3)"; return 1; }
+	[ -n "$connects0" ] && [ "$c" = "$connects0" ] && [ "$again" = 0 ] || return 1
+	[ "$TRANSPORT" = rs ] || return 0
+	rs_xprt bad_replies
+	why="$why; bad_replies ${xv[0]:-?} (want 0)"
+	[ "${xv[0]}" = 0 ]
 }
 
 # check_reconnected: the mount's connect_count grew after the mount
@@ -855,26 +1180,195 @@ check_backoff() {
 	rs_peer_logged "bad transport header: UnknownProc\\(5\\)"
 }
 
-# check_other_rpc: a Reply's Send With Invalidate named the rkey of
-# another RPC in flight, and the connection was reset. Over Soft-RoCE
-# that rkey was really invalid afterwards: the peer's RDMA Write of the
-# other RPC's data to it failed REM_ACCESS_ERR (the client must neither
-# have taken it for the first RPC's nor used the other RPC's memory as
-# still registered). Over Soft-iWARP the peer's Send With Invalidate
-# fails at the client (see peer_case), so only the reset shows.
-check_other_rpc() {
-	local l other="" line=""
-	check_reconnected || return 1
-	[ "$RDMA" = rxe ] || return 0
+# probe_scan: from the peer's "probe rkey=R result=closed|open|skipped|
+# untested status=N ..." lines (send-inv-other-rpc's, on the Call after
+# its Reply), probes, closed (how many were refused), open (one that was
+# not) and results (each probe's result).
+probe_scan() {
+	local l
+	probes=0 closed=0 open="" results=""
 	peer_read
 	for l in "${peer_lines[@]}"; do
-		[[ $l =~ ^fault-fired\ .*\ of_xid=(0x[0-9a-f]+) ]] && other=${BASH_REMATCH[1]}
+		[[ $l == "probe "* ]] || continue
+		probes=$((probes + 1))
+		[[ $l =~ \ result=([a-z]+) ]] && results="$results ${BASH_REMATCH[1]}"
+		[[ $l == *" result=closed"* ]] && closed=$((closed + 1))
+		[[ $l == *" result=open"* ]] && open=$l
 	done
+}
+
+# check_other_rpc: the peer held the READ's Reply until a Call came whose
+# one chunk is a Read chunk (readwrite's WRITE), pulled that chunk, then
+# sent the READ's Reply with Send With Invalidate of the WRITE's rkey
+# (its fault-fired line: xid, of_xid, of_proc) and answered the WRITE
+# with a plain Send. That invalidation is no proof that the READ's memory
+# is closed: the client must invalidate the READ's regions itself before
+# it delivers the READ. On the next Call the peer writes the READ's data
+# again to the READ's Write chunk rkeys ("probe rkey=R
+# result=closed|open|skipped|untested status=N"): over Soft-RoCE at least
+# one must be closed (the Write refused) and none open (skipped: the MR
+# registered again for a Call then; untested: no Call came on that
+# connection, or its QP had failed), and neither Reply failed at the peer
+# (no reply-failed line for either XID). This binds the C client as much
+# (acct_strict): it too must close the READ's regions. Over Soft-iWARP
+# the peer's Send With Invalidate fails at the client (see peer_case):
+# only the reset shows (connect_count grown), and no probe may find the
+# rkeys open.
+check_other_rpc() {
+	local l fired="" notapp="" a="" b="" bproc="" failed="" before rc
+	local probes closed open results
+	[ "$RDMA" = siw ] || acct_strict=1
+	peer_read
 	for l in "${peer_lines[@]}"; do
-		[ -n "$other" ] && [[ $l == "reply-failed xid=$other "* ]] && line=$l
+		if [[ $l =~ ^fault-fired\ .*\ xid=(0x[0-9a-f]+)\ .*\ of_xid=(0x[0-9a-f]+) ]]; then
+			fired=$l a=${BASH_REMATCH[1]} b=${BASH_REMATCH[2]}
+			[[ $l =~ \ of_proc=([A-Za-z0-9_]+) ]] && bproc=${BASH_REMATCH[1]}
+		elif [[ $l == "fault-not-applicable name=send-inv-other-rpc "* ]]; then
+			notapp=$l
+		fi
 	done
-	why="$why; the other RPC's (${other:-?}) reply: ${line:-did not fail}"
-	[[ $line == *" status=REM_ACCESS_ERR"* ]]
+	if [ -z "$fired" ]; then
+		why="no fault-fired line naming another RPC (of_xid=)"
+		[ -n "$notapp" ] && why="$why; the peer: '$notapp'"
+		return 1
+	fi
+	why="the READ $a answered with Send With Invalidate of the rkey of ${bproc:-?} $b"
+	wait_until 10 peer_has '^probe ' || :
+	probe_scan
+	local probed="$probes probe(s) of the READ's rkeys${results:+ (result:$results)}"
+	[ -n "$open" ] && probed="$probed, one open: '$open'"
+	if [ "$RDMA" = siw ]; then
+		before=$why
+		check_reconnected
+		rc=$?
+		why="$before; $why; $probed"
+		[ "$rc" = 0 ] && [ -z "$open" ]
+		return
+	fi
+	for l in "${peer_lines[@]}"; do
+		[[ $l == "reply-failed xid=$a "* ]] || [[ $l == "reply-failed xid=$b "* ]] && failed=$l
+	done
+	[ -n "$failed" ] && why="$why; a Reply failed: '$failed'"
+	why="$why; $probed"
+	if [ "$closed" = 0 ] && [ -z "$open" ]; then
+		why="$why (want one closed at least)"
+	fi
+	[ -z "$failed" ] && [ "$closed" -ge 1 ] && [ -z "$open" ]
+}
+
+# check_grant GRANT [SHRUNK]: the credits cases. Their account is the
+# peer's, which it gives at each connection's end (after_grant, once
+# unmounted), and binds the C client as much (acct_strict). With
+# rpcrdma_rs, debugfs credits_granted is the last grant (SHRUNK if given).
+check_grant() {
+	local want=${1##* }
+	acct_strict=1
+	if [ "$TRANSPORT" != rs ]; then
+		why="the peer's account once unmounted"
+		return 0
+	fi
+	rs_xprt credits_granted
+	why="credits_granted ${xv[0]:-?} (want $want)"
+	[ "${xv[0]}" = "$want" ]
+}
+
+# grant_scan: from the case's first accepted connection on, gr_conns
+# connections, gr_lines their "credits" lines (one at each connection's
+# end), gr_over the "credit-overrun" lines.
+grant_scan() {
+	local l on=0
+	gr_conns=0 gr_lines=() gr_over=()
+	peer_read
+	for l in "${peer_lines[@]}"; do
+		[[ $l == "accepted "* ]] && on=1 && gr_conns=$((gr_conns + 1))
+		[ "$on" = 1 ] || continue
+		case "$l" in
+		"credits "*) gr_lines+=("$l") ;;
+		"credit-overrun "*) gr_over+=("$l") ;;
+		esac
+	done
+	[ "$gr_conns" -gt 0 ] && [ "${#gr_lines[@]}" -ge "$gr_conns" ]
+}
+
+# after_grant GRANT [SHRUNK]: once unmounted, every connection of the case
+# has its "credits max_outstanding=N overruns=K granted=G" line; each says
+# overruns=0, with no "credit-overrun" line. The peer held its replies
+# until GRANT Calls were outstanding, so a client that keeps to its grant
+# reaches it and goes no further: one line at least says max_outstanding
+# GRANT, none more. With SHRUNK (the grant cut to it under load) it is
+# only never more than GRANT.
+after_grant() {
+	local grant=${1%% *} shrunk="" l max over g shown="" bad="" reached=0
+	local gr_conns gr_lines gr_over
+	[ "$1" != "$grant" ] && shrunk=${1##* }
+	wait_until 15 grant_scan || :
+	for l in "${gr_lines[@]}"; do
+		max="" over="" g=""
+		[[ $l =~ \ max_outstanding=([0-9]+) ]] && max=${BASH_REMATCH[1]}
+		[[ $l =~ \ overruns=([0-9]+) ]] && over=${BASH_REMATCH[1]}
+		[[ $l =~ \ granted=([0-9]+) ]] && g=${BASH_REMATCH[1]}
+		shown="$shown, ${max:-?}/${over:-?}/${g:-?}"
+		[ "$over" = 0 ] || bad="overruns"
+		[ -n "$max" ] && [ "$max" -le "$grant" ] || bad="${bad:+$bad, }max_outstanding over $grant"
+		[ "$max" = "$grant" ] && reached=1
+	done
+	why="${why:+$why; }peer: $gr_conns connection(s), credits lines (max_outstanding/overruns/granted) ${shown#, }"
+	[ "${#gr_over[@]}" -gt 0 ] && why="$why; ${#gr_over[@]} credit-overrun line(s), first '${gr_over[0]}'" &&
+		bad="${bad:+$bad, }credit-overrun"
+	if [ "$gr_conns" = 0 ] || [ "${#gr_lines[@]}" -lt "$gr_conns" ]; then
+		why="$why; not every connection's credits line came"
+		return 1
+	fi
+	if [ -z "$shrunk" ] && [ "$reached" = 0 ] && [ -z "$bad" ]; then
+		bad="${bad:+$bad, }max_outstanding never $grant (the client was not driven to its grant)"
+	fi
+	[ -n "$bad" ] && why="$why; $bad"
+	[ -z "$bad" ]
+}
+
+# witness_read: w_rbi and w_dc get reply_before_invalidation and
+# deliveries_checked from rpcrdma_rs's reply-order witness (debugfs, in
+# the test-hook build only); fails, both empty, without them.
+WITNESS=/sys/kernel/debug/rpcrdma_rs/witness
+witness_read() {
+	local l k v lines=()
+	w_rbi="" w_dc=""
+	[ -r "$WITNESS" ] && mapfile -t lines <"$WITNESS"
+	for l in "${lines[@]}"; do
+		read -r k v _ <<<"$l"
+		case "$k" in
+		reply_before_invalidation) w_rbi=$v ;;
+		deliveries_checked) w_dc=$v ;;
+		esac
+	done
+	[ -n "$w_rbi" ] && [ -n "$w_dc" ]
+}
+
+# witness_check IO_KIND IO: with the readings before (w0_*) and after
+# (w1_*) the case's I/O and at the case's end (w2_*): no reply was ever
+# delivered before its RPC's memory was invalidated
+# (reply_before_invalidation 0 at the end: the counter is the module's,
+# so the case it first grew in is the one to fail), and an I/O that moved
+# data through chunks (read, read2, write, readpar, readwrite, readodd)
+# and ended ok had the witness check its deliveries (deliveries_checked
+# grew during it). Sets wwhy.
+witness_check() {
+	if [ -z "$w0_dc" ] || [ -z "$w1_dc" ] || [ -z "$w2_rbi" ]; then
+		wwhy="no reply-order witness: $WITNESS missing or incomplete (the test-hook build has it)"
+		return 1
+	fi
+	wwhy="witness: reply_before_invalidation $w2_rbi (${w0_rbi:-?} before the I/O)"
+	wwhy="$wwhy, deliveries_checked +$((w1_dc - w0_dc)) during the I/O"
+	[ "$w2_rbi" = 0 ] || return 1
+	case "$1:$2" in
+	read:ok | read2:ok | write:ok | readpar:ok | readwrite:ok | readodd:ok)
+		if [ "$w1_dc" -le "$w0_dc" ]; then
+			wwhy="$wwhy (want more: the I/O moved data through chunks)"
+			return 1
+		fi
+		;;
+	esac
+	return 0
 }
 
 # check_frwr write|read: the peer's RDMA to the rkeys of a finished RPC
@@ -972,12 +1466,17 @@ run_case() {
 	tap_ok "$name: mounted, over a new connection to the peer"
 	# The connections so far, and the seconds spent making them
 	# (check_reconnected, check_backoff).
-	local connects0="" ctime0=""
-	mount_xprt && connects0=${xprt[4]} ctime0=${xprt[5]}
+	# And bad_xids (check_duplicate).
+	local connects0="" ctime0="" bad0=""
+	mount_xprt && connects0=${xprt[4]} ctime0=${xprt[5]} bad0=${xprt[9]}
+	# The reply-order witness around the I/O and at the end (witness_check).
+	local w_rbi w_dc w0_rbi="" w0_dc="" w1_dc="" w2_rbi=""
+	[ "$TRANSPORT" = rs ] && witness_read && w0_rbi=$w_rbi w0_dc=$w_dc
 
 	local io_start=${EPOCHREALTIME/[.,]/}
 	phase connected
 	do_io "$io_kind"
+	[ "$TRANSPORT" = rs ] && witness_read && w1_dc=$w_dc
 	elapsed "$io_start"
 	local io_secs=$secs
 	phase io
@@ -1002,7 +1501,8 @@ run_case() {
 	tap_diag "$name: I/O $io in ${io_secs}s; $xprt_line"
 	peer_read
 	for l in "${peer_lines[@]}"; do
-		[[ $l =~ ^(fault|frwr|completion|reply-failed|call-failed|connect-refused|case-error) ]] || continue
+		[[ $l =~ ^(fault|frwr|completion|reply-failed|call-failed|connect-refused|case-error|credit-overrun|probe) ]] ||
+			continue
 		tap_diag "$name: peer: $l"
 		shown=$((shown + 1))
 		[ "$shown" = 5 ] && break
@@ -1042,35 +1542,57 @@ run_case() {
 		tap_not_ok "$name: the I/O ended as expected ($bad)"
 	fi
 
+	# Check 4, the client's account: computed now, reported with check 5
+	# once the case is unmounted (the witness's last reading follows
+	# check 5's I/O; the credits cases' account comes at the connection's
+	# end). acct: ok, fail or skip; acct_strict: a failure with the C
+	# client is no "C differs" skip.
+	local acct acct_strict="" wwhy="" case_io=$io
 	if [ "$TRANSPORT" != rs ] && declare -F "rs_$kind" >/dev/null; then
-		tap_skip "$name: the client's account" "rpcrdma_rs's own report and log"
+		acct=skip why="rpcrdma_rs's own report and log"
 	elif declare -F "rs_$kind" >/dev/null; then
 		read -r -a words <<<"$arg"
-		if "rs_$kind" "${words[@]}"; then
-			tap_ok "$name: the client's account ($why)"
-		else
-			tap_not_ok "$name: the client's account ($why)"
-		fi
-	elif "check_$kind" "$arg"; then
-		tap_ok "$name: the client's account ($why)"
-	elif [ "$TRANSPORT" = c ]; then
-		tap_skip "$name: the client's account" "C differs: $why"
+		"rs_$kind" "${words[@]}" && acct=ok || acct=fail
 	else
-		tap_not_ok "$name: the client's account ($why)"
+		"check_$kind" "$arg" && acct=ok || acct=fail
 	fi
 
 	phase checks
 	# The fault is over (a case's fault fires once, but for the credits
-	# cases, which still work): the mount must serve again.
+	# cases, which still work): the mount must serve again. After an
+	# RDMA_ERROR, over the connection it kept.
+	local again_why=""
 	again_io
+	if [ "$kind" = rdma_error ] && [ "$io" = ok ]; then
+		mount_xprt
+		again_why=" (connect_count ${connects0:-?} once mounted, ${xprt[4]:-?} now)"
+		[ -n "$connects0" ] && [ "${xprt[4]}" = "$connects0" ] || io="ok, over another connection"
+	fi
 	phase again
-	if [ "$io" = ok ]; then
-		tap_ok "$name: the same mount works afterwards"
-	else
-		tap_not_ok "$name: the same mount works afterwards (an O_DIRECT READ ended $io)"
+	if [ "$TRANSPORT" = rs ]; then
+		witness_read && w2_rbi=$w_rbi
+		witness_check "$io_kind" "$case_io" || acct=fail
+		why="$why; $wwhy"
 	fi
 
 	peer_umount || tap_diag "$name: unmount needed -f -l"
+	if declare -F "after_$kind" >/dev/null; then
+		"after_$kind" "$arg" || acct=fail
+	fi
+	if [ "$acct" = ok ]; then
+		tap_ok "$name: the client's account ($why)"
+	elif [ "$acct" = skip ]; then
+		tap_skip "$name: the client's account" "$why"
+	elif [ "$TRANSPORT" = c ] && [ -z "$acct_strict" ]; then
+		tap_skip "$name: the client's account" "C differs: $why"
+	else
+		tap_not_ok "$name: the client's account ($why)"
+	fi
+	if [ "$io" = ok ]; then
+		tap_ok "$name: the same mount works afterwards$again_why"
+	else
+		tap_not_ok "$name: the same mount works afterwards (an O_DIRECT READ ended $io$again_why)"
+	fi
 	case_done "$name" "$start"
 	if [ -n "$peer_gone" ]; then
 		tap_diag "$name: starting a new peer for the cases after"

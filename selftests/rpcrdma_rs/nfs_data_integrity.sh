@@ -4,8 +4,10 @@
 # NFS over RDMA data integrity: for each NFS version, mount with
 # proto=rdma, check the mount really uses the rdma transport, write files
 # of several sizes (buffered and O_DIRECT), remount to defeat the page
-# cache, read them back and compare checksums, and read the transport's
-# counters through nfs-utils (mountstats, nfsiostat); then the same over
+# cache (a umount that fails fails the read-back cases: the reads could
+# come from the page cache), read them back from the server and compare
+# checksums, and read the transport's counters through nfs-utils
+# (mountstats, nfsiostat); then the same over
 # IPv6. NFS_VERSIONS lists the versions (all four), NFS_IPV6_VERSIONS
 # which of them also run over IPv6 (all): the netid and the address are
 # the transport's, whatever the version above it.
@@ -32,12 +34,14 @@ mkdir -p "$scratch"
 mountpoint -q "$scratch" || mount -t tmpfs -o size=256m tmpfs "$scratch"
 
 # Reference data, made once: sizes chosen to cover inline, odd lengths and
-# payloads large enough for chunks.
+# payloads large enough for chunks. The 1000-byte file's READ reply is
+# inline, so its data reaches the page cache by the transport's copy.
+head -c 1000 /dev/urandom >"$scratch/tiny"
 head -c 4096 /dev/urandom >"$scratch/small"
 head -c 123457 /dev/urandom >"$scratch/odd"
 head -c $((8 << 20)) /dev/urandom >"$scratch/large"
 head -c $((4 << 20)) /dev/urandom >"$scratch/direct"
-(cd "$scratch" && sha256sum small odd large direct >expected.sha256)
+(cd "$scratch" && sha256sum tiny small odd large direct >expected.sha256)
 if [ "${BREAK_DATA_CHECK:-0}" = 1 ]; then
 	# Self-test of the harness: a wrong expectation must fail the run.
 	tap_diag "BREAK_DATA_CHECK=1: corrupting the expected checksums"
@@ -46,19 +50,49 @@ fi
 
 write_files() {
 	local dst=$1
-	cp "$scratch/small" "$scratch/odd" "$scratch/large" "$dst/" &&
+	cp "$scratch/tiny" "$scratch/small" "$scratch/odd" "$scratch/large" "$dst/" &&
 		dd if="$scratch/direct" of="$dst/direct" bs=1M oflag=direct status=none &&
 		sync
 }
 
+# verify_buffered DIR: the buffered files read back right, and from the
+# server: the fresh mount's READs (mountstats serverreadbytes) returned at
+# least their 8517161 bytes.
 verify_buffered() {
-	(cd "$1" && sha256sum -c --quiet <(grep -v ' direct$' "$scratch/expected.sha256"))
+	local got
+	(cd "$1" && sha256sum -c --quiet <(grep -v ' direct$' "$scratch/expected.sha256")) || return 1
+	got=$(mount_bytes "$mnt" 6)
+	[ "${got:-0}" -ge $((1000 + 4096 + 123457 + (8 << 20))) ] && return 0
+	tap_diag "the server returned ${got:-no} bytes to READs: the rest came from a cache"
+	return 1
 }
 
 verify_direct() {
 	local sum
 	sum=$(dd if="$1/direct" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
 	grep -q "^$sum  direct\$" "$scratch/expected.sha256"
+}
+
+# remount VERS MNT [PROTO]: MNT unmounted and mounted afresh, so that the
+# reads after it go to the server: a umount that failed would leave the
+# superblock, and with it the page cache of what was written (a new
+# mount of the same export shares them), for the reads to be served from.
+remount() {
+	umount "$2" || { tap_diag "umount $2 failed: reads would come from the page cache"; return 1; }
+	nfs_mount "$@" || { tap_diag "mounting $2 again failed"; return 1; }
+}
+
+# read_back LABEL DIR: the buffered and O_DIRECT read-back cases; both
+# fail, saying why, when $not_read says the files were not written or
+# not remounted.
+read_back() {
+	if [ -n "$not_read" ]; then
+		tap_not_ok "$1 buffered read back matches ($not_read)"
+		tap_not_ok "$1 O_DIRECT read back matches ($not_read)"
+		return
+	fi
+	tap_check "$1 buffered read back matches" verify_buffered "$2"
+	tap_check "$1 O_DIRECT read back matches" verify_direct "$2"
 }
 
 for vers in $VERSIONS; do
@@ -72,11 +106,11 @@ for vers in $VERSIONS; do
 	tap_check "NFSv$vers mountstats shows xprt: rdma" mount_uses "$mnt" rdma
 	dir="$mnt/integrity-$$"
 	mkdir -p "$dir"
-	tap_check "NFSv$vers write 4 KiB, 123457 B, 8 MiB buffered and 4 MiB O_DIRECT" write_files "$dir"
+	tap_check "NFSv$vers write 1000 B, 4 KiB, 123457 B, 8 MiB buffered and 4 MiB O_DIRECT" write_files "$dir"
 	# Remount so that reads go to the server, not the page cache.
-	umount "$mnt" && nfs_mount "$vers" "$mnt"
-	tap_check "NFSv$vers buffered read back matches" verify_buffered "$dir"
-	tap_check "NFSv$vers O_DIRECT read back matches" verify_direct "$dir"
+	not_read=""
+	remount "$vers" "$mnt" || not_read="not remounted"
+	read_back "NFSv$vers" "$dir"
 	tap_check "NFSv$vers nfs-utils mountstats and nfsiostat read the transport's counters" \
 		nfs_utils_read "$mnt"
 	tap_check "NFSv$vers remove files" rm -rf "$dir"
@@ -93,9 +127,13 @@ for vers in $IPV6_VERSIONS; do
 	tap_check "NFSv$vers IPv6 mountstats shows xprt: rdma" mount_uses "$mnt" rdma
 	dir="$mnt/integrity6-$$"
 	mkdir -p "$dir"
-	write_files "$dir" && umount "$mnt" && nfs_mount "$vers" "$mnt" rdma6
-	tap_check "NFSv$vers IPv6 buffered read back matches" verify_buffered "$dir"
-	tap_check "NFSv$vers IPv6 O_DIRECT read back matches" verify_direct "$dir"
+	not_read=""
+	if ! write_files "$dir"; then
+		not_read="writing the files failed"
+	elif ! remount "$vers" "$mnt" rdma6; then
+		not_read="not remounted"
+	fi
+	read_back "NFSv$vers IPv6" "$dir"
 	rm -rf "$dir"
 	tap_check "NFSv$vers IPv6 unmount" umount "$mnt"
 done

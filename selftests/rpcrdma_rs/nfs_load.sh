@@ -32,13 +32,16 @@
 # - Failing allocations: every 10th of the slab allocations (failslab),
 #   then of the page allocations (fail_page_alloc), made with the
 #   transport module's code on the stack, fails for 20 s (up to 40 s
-#   until one has) while verified fio runs on a hard NFSv3 mount; I/O
-#   errors are allowed then, wrong data is not. The I/O alone makes few
-#   page allocations with the module on the stack (none at all in some
-#   20 s windows), so a disconnect is injected as the page allocations
-#   start failing: the reconnect's allocations (its buffers, the QP's
-#   queues) are among those that fail, and the transport must connect
-#   again once they no longer do. Afterwards
+#   until one has) while verified fio runs on a hard NFSv3 mount; wrong
+#   data is never allowed, I/O errors only under failslab. The I/O alone
+#   makes few page allocations with the module on the stack (none at all
+#   in some 20 s windows), so a disconnect is injected as the page
+#   allocations start failing: the reconnect's allocations (its buffers,
+#   the QP's queues) are among those that fail, and the transport must
+#   connect again once they no longer do: the disconnect must have been
+#   injected, the connection count must have grown by the time fio
+#   ends, and fio must have seen no I/O error (a failed connect is
+#   retried on a hard mount, never turned into EIO). Afterwards
 #   the mount must work: a file written before reads back intact, a new
 #   8 MiB file too, and with rpcrdma_rs every MR is back on the free list.
 #   The page allocator logs "page allocation failure" for what it fails;
@@ -56,7 +59,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "nfs load"
-tap_plan 35
+tap_plan 37
 
 mod=rpcrdma
 [ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
@@ -618,9 +621,8 @@ inject() {
 		fio_pids=()
 		return 1
 	fi
-	local connects=""
 	if [ "$name" = fail_page_alloc ]; then
-		connects=$(mountstats_field "$mntf" 3)
+		pa_connects0=$(mountstats_field "$mntf" 3)
 		arm_disconnect || tap_diag "$name: no disconnect could be armed ($fail_sunrpc)"
 	fi
 	pause "$INJECT_SECONDS"
@@ -633,14 +635,20 @@ inject() {
 	fault_off "$dir"
 	read -r times <"$dir/times"
 	injected=$((FAULT_BUDGET - times))
-	if [ "$name" = fail_page_alloc ] && [ -e "$fail_sunrpc/times" ]; then echo 0 >"$fail_sunrpc/times"; fi
+	if [ "$name" = fail_page_alloc ] && [ -e "$fail_sunrpc/times" ]; then
+		# 0 once the armed disconnect was injected.
+		read -r pa_disc_left <"$fail_sunrpc/times"
+		echo 0 >"$fail_sunrpc/times"
+	fi
 	pause 5
 	kill -INT "$pid" 2>/dev/null
 	wait "$pid"
 	rc=$?
 	fio_pids=()
 	if [ "$name" = fail_page_alloc ]; then
-		tap_diag "$name: connections ${connects:-?} before, $(mountstats_field "$mntf" 3) after"
+		pa_connects1=$(mountstats_field "$mntf" 3)
+		tap_diag "$name: connections ${pa_connects0:-?} before, ${pa_connects1:-?} after;" \
+			"the disconnect armed: ${pa_disc_left:-?} left"
 	fi
 	cp "$scratch/fio-$name.txt" "$scratch/fio-$name.err" "$LOG_DIR/" 2>/dev/null
 	[ "$rc" = 137 ] && tap_diag "$name: fio had not ended 180 s after the injection: killed"
@@ -651,6 +659,40 @@ inject() {
 	tap_diag "$name: $injected allocations failed in $((INJECT_SECONDS + INJECT_SECONDS - left)) s; fio exit $rc," \
 		"${w:-0} KiB written, ${v:-0} KiB verified, ${e:-0} I/O errors"
 	[ "$injected" -gt 0 ] 2>/dev/null
+}
+
+# What inject saw of the disconnect it arms as fail_page_alloc begins:
+# the mount's connection count before it and once fio had ended (fio's
+# I/O in flight then had to wait for a connection), and what was left of
+# fail_sunrpc's times (0 once the disconnect was injected).
+pa_connects0="" pa_connects1="" pa_disc_left=""
+
+# reconnected: the disconnect was injected, and the transport connected
+# again after it although the reconnect's page allocations were failing
+# (the connection count grew).
+reconnected() {
+	[ "$pa_disc_left" = 0 ] ||
+		{ tap_diag "the armed disconnect was not injected (fail_sunrpc times ${pa_disc_left:-?})"; return 1; }
+	[ "${pa_connects1:-0}" -gt "${pa_connects0:-0}" ] 2>/dev/null && return 0
+	tap_diag "connections ${pa_connects0:-?} before the disconnect, ${pa_connects1:-?} after: no reconnect"
+	return 1
+}
+
+# no_io_errors NAME: fio reported each of its jobs (a terse line each),
+# each with its error count (printed with continue_on_error), and all
+# counts are 0. On a hard mount an RPC the transport cannot send yet, or
+# connect for, is retried (the transport maps such failures to errnos
+# sunrpc retries, as C does), never failed with EIO.
+no_io_errors() {
+	local out=$scratch/fio-$1.txt jobs lines errs
+	[ -s "$out" ] || { tap_diag "$1: fio wrote no report"; return 1; }
+	read -r jobs lines errs < <(awk -F';' '$1 == 3 { j++ }
+		/errors *: total=/ { n++; sub(/.*total=/, ""); e += $0 + 0 }
+		END { print j + 0, n + 0, e + 0 }' "$out")
+	[ "${jobs:-0}" -ge 2 ] && [ "$lines" = "$jobs" ] && [ "$errs" = 0 ] && return 0
+	tap_diag "$1: ${jobs:-0} jobs reported, ${lines:-0} error counts, ${errs:-?} I/O errors:" \
+		"$(grep -m2 'errors *: total=' "$out" | tr -s ' ' | tr '\n' ' ')"
+	return 1
 }
 
 # no_wrong_data NAME: fio reported, and no verification failed.
@@ -700,8 +742,11 @@ write_before() {
 }
 
 # (The mount is hard: an RPC that cannot get through is retried, never
-# failed, so the errors fio may see come from allocations that failed
-# above the transport, not from the transport giving up.)
+# failed. Under failslab fio may still see errors, from allocations that
+# failed above the transport; under fail_page_alloc, where the failures
+# are the reconnect's, it must see none.)
+D_PA_RECONNECT="the disconnect injected as page allocations began failing was followed by a reconnect (connection count grew)"
+D_PA_NO_ERRORS="fio on the hard mount saw no I/O error"
 if tap_check "NFSv3 hard mount over rdma, 4 MiB written before injection" write_before 2>>"$log"; then
 	fault_ok=1
 else
@@ -713,13 +758,20 @@ for name in failslab fail_page_alloc; do
 	d3="$name: afterwards the file written before injection reads back intact"
 	d4="$name: afterwards a new 8 MiB file reads back intact"
 	d5="$name: $D_RS_FAULT_MRS"
+	d6="$name: $D_PA_RECONNECT"
+	d7="$name: $D_PA_NO_ERRORS"
 	if [ "$fault_ok" = 0 ]; then
 		not_run "not mounted" "$d1" "$d2" "$d3" "$d4"
+		[ "$name" = fail_page_alloc ] && not_run "not mounted" "$d6" "$d7"
 		rs_not_run "not mounted" "$d5"
 		continue
 	fi
 	tap_check "$d1" inject "$name"
 	tap_check "$d2" no_wrong_data "$name"
+	if [ "$name" = fail_page_alloc ]; then
+		tap_check "$d6" reconnected
+		tap_check "$d7" no_io_errors "$name"
+	fi
 	tap_check "$d3" before_intact
 	tap_check "$d4" new_file_intact "$name"
 	rs_check "$d5" rs_mrs_free 1

@@ -14,10 +14,14 @@
 #   counts its cuts, a cut is traced as what ended a connection (not a
 #   timeout), and the regions the cuts left registered are released by
 #   the drain (none freed while mapped, every MR back on the free list).
-# - On a soft mount with short timeouts, fio is killed while disconnects
-#   are injected, so RPCs end (signal, soft timeout) during autoclose: the
-#   memory debuggers stay quiet (the harness scans the log), the mount
-#   works afterwards, and every MR is back on the free list.
+# - On a soft mount with short timeouts, fio (its job a thread, so that
+#   the kill reaches it) is killed while disconnects are injected, so RPCs
+#   end (signal, soft timeout) during autoclose: each round must send RPCs
+#   and inject a disconnect, fio must be running until the SIGKILL and be
+#   gone within 60 s of it, the connection count must grow, and the
+#   kernel log after the first kill must hold no memory or lock
+#   report and no region freed while mapped; the mount works afterwards,
+#   and every MR is back on the free list.
 # - The server grants the full 128 credits on an NFSv4.1 mount and a deep
 #   queue of reads uses them while callbacks arrive on the same
 #   connection, until 4 recalls are done (or 40 rounds, or 300 s: a round
@@ -159,23 +163,85 @@ soft_mount() {
 	fi
 }
 tap_check "NFSv3 soft mount over rdma" soft_mount
+
+# Kernel reports that must not follow the kills (the harness's scan, in
+# short), and the transport's own about a region freed while mapped.
+kill_reports='BUG:|BUG [^ ]+ [(](Not tainted|Tainted)|WARNING:|Oops|general protection fault|KFENCE:|UBSAN:|([Pp]oison|Redzone|[Pp]adding) overwritten|refcount_t:|list_(add|del) corruption|blocked for more than|memory region freed while mapped'
+kill_marker="rpcrdma-rs-selftest: fio killed under injected disconnects"
+# gone_within SECONDS PID: the background job PID has ended (and this shell
+# reaped it) within SECONDS.
+gone_within() {
+	local i
+	for ((i = 0; i < $1 * 5; i++)); do
+		[ -e "/proc/$2" ] || return 0
+		sleep 0.2
+	done
+	return 1
+}
+# killed_fio: three rounds in which fio runs on the soft mount while every
+# 10th transmission closes the connection (6 times), and is killed after
+# 6 s. fio runs its job as a thread (--thread): a forked job would outlive
+# the SIGKILL of fio's main process, and no RPC would end for it. Each
+# round must have sent RPCs and injected at least one disconnect, fio must
+# have been running until killed (status 137: it did not stop by itself)
+# and be gone within 60 s of the kill (the RPCs it left ended, by the
+# signal or the soft timeout). Afterwards the connection count must have
+# grown, and the kernel log since the first round hold no memory or lock
+# report and no region freed while mapped. (Bad replies are not counted
+# against it: C counts a reply to an RPC that is gone as one.) Whether
+# every MR came back is the case after the next, once I/O has connected
+# the transport again (its report has the count only when connected).
+# (Its stderr is dropped: the shell reports each killed job there.)
 killed_fio() {
-	local i pid
+	local i pid rc left s0 s1 c0 c1 reports
+	echo "$kill_marker" >/dev/kmsg
+	c0=$(connects)
+	# The file laid out before any disconnect is injected: fio gives up
+	# (exit 1) when laying out fails, which soft RPCs may, and
+	# continue_on_error covers only the I/O.
+	fio --name=soft --directory="$mnt/d" --size=16M --create_only=1 \
+		--output=/dev/null >/dev/null 2>&1 || { tap_diag "laying out the file failed"; return 1; }
 	for i in 1 2 3; do
 		inject_disconnects 10 6 || return 1
+		s0=$(mountstats_field "$mnt" 6)
 		# Soft RPCs fail here: fio goes on through the errors until killed.
-		fio --name="soft$i" --directory="$mnt/d" --rw=randrw --bs=1M --size=16M \
-			--ioengine=libaio --iodepth=8 --direct=1 --time_based --runtime=60 \
+		fio --name=soft --directory="$mnt/d" --rw=randrw --bs=1M --size=16M \
+			--ioengine=libaio --iodepth=8 --direct=1 --thread --time_based --runtime=60 \
 			--continue_on_error=all --output=/dev/null >/dev/null 2>&1 &
 		pid=$!
 		sleep 6
-		kill -KILL "$pid" 2>/dev/null
-		# The shell reports the killed job on stderr: expected here.
-		wait "$pid" 2>/dev/null
+		kill -KILL "$pid"
+		if ! gone_within 60 "$pid"; then
+			tap_diag "round $i: fio still there 60 s after SIGKILL: its RPCs did not end"
+			reports=$(cat /proc/"$pid"/task/*/stack | head -12 | tr '\n' ' ')
+			[ -z "$reports" ] || tap_diag "its stack: $reports"
+			# Not to be reported on stderr whenever it does end.
+			disown "$pid"
+			stop_injecting
+			return 1
+		fi
+		wait "$pid"
+		rc=$?
+		read -r left <"$fail/times"
 		stop_injecting
+		s1=$(mountstats_field "$mnt" 6)
+		tap_diag "round $i: fio exit $rc, RPCs sent $((${s1:-0} - ${s0:-0})), disconnects injected $((6 - ${left:-6}))"
+		[ "$rc" = 137 ] || { tap_diag "round $i: fio ended by itself before the kill"; return 1; }
+		[ "${s1:-0}" -gt "${s0:-0}" ] || { tap_diag "round $i: no RPC sent"; return 1; }
+		[ "${left:-6}" -lt 6 ] || { tap_diag "round $i: no disconnect injected"; return 1; }
 	done
-	return 0
-}
+	c1=$(connects)
+	tap_diag "connections: $c0 before the rounds, $c1 after"
+	[ "${c1:-0}" -gt "${c0:-0}" ] || { tap_diag "no reconnect after the injected disconnects"; return 1; }
+	# One dmesg; the marker must be there (a log that wrapped proves nothing).
+	reports=$(dmesg | awk -v m="$kill_marker" -v re="$kill_reports" '
+		index($0, m) { on = 1; next }
+		on && $0 ~ re { print; n++ }
+		END { if (!on) print "the marker is not in the kernel log"; exit !on || n }')
+	[ -z "$reports" ] && return 0
+	tap_diag "the kernel log since the first kill: $(head -5 <<<"$reports" | tr '\n' ' ')"
+	return 1
+} 2>/dev/null
 if [ "$TRANSPORT" = c ] && [ "$RDMA" = siw ]; then
 	# The kernel's C client hangs here over Soft-iWARP: xprt_release waits
 	# in frwr_unmap_sync for a LOCAL_INV that never completes (a hung
