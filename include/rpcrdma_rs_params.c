@@ -12,7 +12,10 @@
  */
 #include <linux/atomic.h>
 #include <linux/compiler.h>
+#include <linux/errno.h>
+#include <linux/kstrtox.h>
 #include <linux/moduleparam.h>
+#include <linux/sysfs.h>
 #include <linux/sunrpc/xprtrdma.h>
 
 #include "rpcrdma_rs_params.h"
@@ -111,6 +114,44 @@ static atomic_t rpcrdma_rs_chain_cut_count = ATOMIC_INIT(0);
 static unsigned int rpcrdma_rs_chain_cuts;
 module_param_named(chain_cuts, rpcrdma_rs_chain_cuts, uint, 0444);
 MODULE_PARM_DESC(chain_cuts, "Test hook: posts failed so far");
+
+/*
+ * A test hook: the next fail_connects connection attempts fail at once
+ * with ENOMEM, as one whose allocations failed would, so that what sunrpc
+ * is told of such a failure can be tested deterministically.
+ */
+static atomic_t rpcrdma_rs_fail_connects = ATOMIC_INIT(0);
+
+static int rpcrdma_rs_fail_connects_set(const char *val,
+					const struct kernel_param *kp)
+{
+	int n, rc = kstrtoint(val, 0, &n);
+
+	if (rc || n < 0)
+		return rc ? rc : -EINVAL;
+	atomic_set(&rpcrdma_rs_fail_connects, n);
+	return 0;
+}
+
+static int rpcrdma_rs_fail_connects_get(char *buf,
+					const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&rpcrdma_rs_fail_connects));
+}
+
+static const struct kernel_param_ops rpcrdma_rs_fail_connects_ops = {
+	.set = rpcrdma_rs_fail_connects_set,
+	.get = rpcrdma_rs_fail_connects_get,
+};
+module_param_cb(fail_connects, &rpcrdma_rs_fail_connects_ops, NULL, 0644);
+MODULE_PARM_DESC(fail_connects,
+		 "Test hook: fail the next N connection attempts with ENOMEM (default 0)");
+
+/* True, taking one, while connection attempts are to fail. */
+bool rpcrdma_rs_param_fail_connect(void)
+{
+	return atomic_add_unless(&rpcrdma_rs_fail_connects, -1, 0);
+}
 
 /* -1: post as usual; else how many work requests to take, of @nregs + 1. */
 int rpcrdma_rs_param_chain_cut(u32 nregs)

@@ -17,6 +17,7 @@ unsigned int rpcrdma_rs_param_slot_table_entries(void);
 #ifdef RPCRDMA_RS_TEST_HOOKS
 bool rpcrdma_rs_param_ignore_peer_private(void);
 int rpcrdma_rs_param_chain_cut(u32 nregs);
+bool rpcrdma_rs_param_fail_connect(void);
 #endif
 
 #endif /* RPCRDMA_RS_PARAMS_H */

@@ -40,6 +40,20 @@ pub(crate) fn ignore_peer_private() -> bool {
     unsafe { bindings::rpcrdma_rs_param_ignore_peer_private() }
 }
 
+/// A test hook: true, taking one, while the next connection attempts are
+/// to fail as for want of memory (`fail_connects`).
+#[cfg(rpcrdma_rs_test_hooks)]
+pub(crate) fn fail_connect() -> bool {
+    // SAFETY: An atomic update of the parameter; no precondition.
+    unsafe { bindings::rpcrdma_rs_param_fail_connect() }
+}
+
+/// Without the test hooks no connection attempt is failed on purpose.
+#[cfg(not(rpcrdma_rs_test_hooks))]
+pub(crate) fn fail_connect() -> bool {
+    false
+}
+
 /// Without the test hooks there is no such parameter: the server's private
 /// data always counts.
 #[cfg(not(rpcrdma_rs_test_hooks))]

@@ -15,7 +15,7 @@ use crate::{
     debugfs::{self, seq_print, SeqFile},
     errno,
     proto::{self, header},
-    sunrpc::{Rqst, Xprt, XprtOps, XprtStats},
+    sunrpc::{params, Rqst, Xprt, XprtOps, XprtStats},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
@@ -184,7 +184,13 @@ impl XprtOps for XprtState {
         let old = self.ep.lock().take();
         drop(old);
         let after_fault = self.peer_fault.load(Ordering::Relaxed);
-        match Endpoint::connect(self.xprt, &self.stats, after_fault) {
+        // The test hooks can fail the attempt as a failed allocation would.
+        let attempt = if params::fail_connect() {
+            Err(ENOMEM)
+        } else {
+            Endpoint::connect(self.xprt, &self.stats, after_fault)
+        };
+        match attempt {
             Ok(ep) => {
                 let n = &ep.negotiated;
                 self.inline_send.store(n.inline_send, Ordering::Relaxed);

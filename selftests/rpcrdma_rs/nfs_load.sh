@@ -44,6 +44,9 @@
 #   retried on a hard mount, never turned into EIO). Afterwards
 #   the mount must work: a file written before reads back intact, a new
 #   8 MiB file too, and with rpcrdma_rs every MR is back on the free list.
+#   Then, with rpcrdma_rs, two reconnects fail for want of memory for
+#   certain (the test hook fail_connects), and the hard mount's I/O must
+#   still come through right.
 #   The page allocator logs "page allocation failure" for what it fails;
 #   markers in the kernel log ("rpcrdma-rs-selftest: fault injection
 #   begins" and "... ends") bound each injection for the harness.
@@ -59,7 +62,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "nfs load"
-tap_plan 37
+tap_plan 38
 
 mod=rpcrdma
 [ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
@@ -777,6 +780,45 @@ for name in failslab fail_page_alloc; do
 	rs_check "$d5" rs_mrs_free 1
 	rm -rf "${mntf:?}/$name"
 done
+# failed_connects: reconnects that fail for want of memory are retried,
+# never passed up: the test hook fail_connects makes the next two
+# connection attempts fail with ENOMEM before they begin (as one whose
+# allocations failed), a disconnect is injected on the hard mount, and
+# 4 MiB written and read back with O_DIRECT must come through right, both
+# attempts used up and the connection count grown. Deterministic, where
+# fail_page_alloc leaves to chance whether a reconnect's allocation fails.
+failed_connects() {
+	local p=/sys/module/rpcrdma_rs/parameters/fail_connects before after left sum got rc=0
+	[ -w "$p" ] || { tap_diag "no $p (the test-hook build has it)"; return 1; }
+	before=$(mountstats_field "$mntf" 3)
+	head -c 4M /dev/urandom >"$scratch/fc.bin"
+	sum=$(expected "$(sha256sum <"$scratch/fc.bin" | cut -d' ' -f1)")
+	echo 2 >"$p" && arm_disconnect || { echo 0 >"$p"; tap_diag "could not arm the hook or the disconnect"; return 1; }
+	if ! timeout -s KILL 180 dd if="$scratch/fc.bin" of="$mntf/fc.bin" bs=1M oflag=direct \
+		status=none 2>>"$log"; then
+		tap_diag "writing 4 MiB on the hard mount failed: $(tail -1 "$log")"
+		rc=1
+	fi
+	got=$(sum_of "$mntf/fc.bin")
+	read -r left <"$p"
+	echo 0 >"$p"
+	echo 0 >"$fail_sunrpc/times"
+	rm -f "$mntf/fc.bin"
+	after=$(mountstats_field "$mntf" 3)
+	tap_diag "failed connects: connections $before before, $after after; attempts left to fail: $left"
+	[ "$left" = 0 ] || { tap_diag "the attempts to fail were not all made"; rc=1; }
+	[ "${after:-0}" -gt "${before:-0}" ] 2>/dev/null || { tap_diag "no reconnect"; rc=1; }
+	[ "$got" = "$sum" ] || { tap_diag "fc.bin: read $got, wrote $sum"; rc=1; }
+	return $rc
+}
+D_FAILED_CONNECTS="two reconnects failed for want of memory (fail_connects): the hard mount's 4 MiB written and read back right"
+if [ "$fault_ok" = 0 ]; then
+	not_run "not mounted" "$D_FAILED_CONNECTS"
+elif [ "$TRANSPORT" != rs ]; then
+	tap_skip "$D_FAILED_CONNECTS" "fail_connects is a test hook of rpcrdma_rs"
+else
+	tap_check "$D_FAILED_CONNECTS" failed_connects
+fi
 [ "$fault_ok" = 1 ] && { timeout -s KILL 120 umount "$mntf" || tap_diag "the fault mount did not unmount"; } 2>>"$log"
 
 # --- Module lifetime ---
