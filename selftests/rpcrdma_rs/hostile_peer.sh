@@ -111,13 +111,13 @@ CASES=(
 	"err-chunk | read | either | --fault err-chunk | rdma_error Chunk"
 	"credits-zero | read | ok | --fault credits-zero --on any --times 0 | credits 1"
 	"credits-max | read | ok | --fault credits-max --on any --times 0 | credits requested"
-	# The peer holds its replies until the grant is outstanding (or 300 ms
-	# passed): eight readers at once must drive the client to its grant,
-	# never past it. The shrink comes on the 16th of readpar's 64 READs.
-	"credits-grant-1 | readpar | ok | --credits 1 --hold-replies 300 | grant 1"
-	"credits-grant-2 | readpar | ok | --credits 2 --hold-replies 300 | grant 2"
-	"credits-grant-4 | readpar | ok | --credits 4 --hold-replies 300 | grant 4"
-	"credits-shrink | readpar | ok | --credits 8 --hold-replies 300 --fault shrink-credits --shrink-to 2 --on read --after 16 | grant 8 2"
+	# The peer holds each reply 150 ms: eight readers at once must drive
+	# the client to its grant meanwhile, never past it. The shrink comes
+	# on the 16th of readpar's 64 READs.
+	"credits-grant-1 | readpar | ok | --credits 1 --hold-replies 150 | grant 1"
+	"credits-grant-2 | readpar | ok | --credits 2 --hold-replies 150 | grant 2"
+	"credits-grant-4 | readpar | ok | --credits 4 --hold-replies 150 | grant 4"
+	"credits-shrink | readpar | ok | --credits 8 --hold-replies 150 --fault shrink-credits --shrink-to 2 --on read --after 16 | grant 8 2"
 	"wrong-xid | read | ok | --fault wrong-xid | bad_xids"
 	"duplicate-reply | read | ok | --fault duplicate-reply | duplicate"
 	"reply-too-long | read | ok | --fault reply-too-long | retried Receive failed with completion status"

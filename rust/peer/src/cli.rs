@@ -19,11 +19,10 @@ Options:
                             sizes-0, sizes-max, rinv-off, offset
   --inline BYTES          Send and Receive sizes advertised (default 4096)
   --credits N             credit grant in every reply (default 32)
-  --hold-replies MS       hold each reply until the Calls outstanding on
-                          the connection reach the current grant, or MS
-                          milliseconds after its Call arrived, whichever
-                          is first; then send in arrival order (default:
-                          reply at once)
+  --hold-replies MS       hold each reply until MS milliseconds after its
+                          Call arrived, then send in arrival order, so a
+                          client keeps its whole grant in flight meanwhile
+                          (default: reply at once)
   --shrink-to N           the grant shrink-credits puts in replies
   --no-send-inv           never answer with Send With Invalidate
   --fault NAME            misbehave (see below) on the chosen calls

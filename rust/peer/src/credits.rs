@@ -81,6 +81,7 @@ impl CreditBook {
     }
 
     /// Calls outstanding now (distinct XIDs).
+    #[cfg(test)]
     pub fn outstanding(&self) -> usize {
         self.outstanding.len()
     }

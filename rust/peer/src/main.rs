@@ -701,9 +701,8 @@ fn arrive(s: &mut Served, xid: u32, at: Instant) {
     }
 }
 
-/// Sends the queued Replies that are due: all of them once the Calls
-/// outstanding reach the grant the client uses, else those whose Call
-/// came `--hold-replies` ago; without it, all at once.
+/// Sends the queued Replies that are due: those whose Call came
+/// `--hold-replies` ago; without it, all at once.
 fn flush(s: &mut Served, opts: &Options) {
     if s.conn.dead {
         // Nothing can go; the client sends the Calls again on its next
@@ -713,8 +712,6 @@ fn flush(s: &mut Served, opts: &Options) {
     }
     let n = releasable(
         s.queue.iter().map(|p| p.arrived),
-        s.book.outstanding(),
-        s.book.current(),
         opts.hold_replies.map(Duration::from_millis),
         Instant::now(),
     );
@@ -731,18 +728,20 @@ fn flush(s: &mut Served, opts: &Options) {
 }
 
 /// How many of the queued Replies, whose Calls arrived at `arrivals` (in
-/// order), go now: all once `outstanding` Calls reach the `grant` the
-/// client uses, or when nothing is held; else those that waited `hold`.
+/// order), go now: those that waited `hold`, or all when nothing is held.
+/// Every Reply waits, whatever is outstanding: a client that keeps to its
+/// grant then has exactly the grant in flight while they wait, and one
+/// that does not sends the Call beyond it meanwhile, which the credit
+/// book counts. (Released as soon as the grant is outstanding, a Reply
+/// could go before the Call beyond the grant arrived, hiding it.)
 fn releasable(
     arrivals: impl Iterator<Item = Instant>,
-    outstanding: usize,
-    grant: u32,
     hold: Option<Duration>,
     now: Instant,
 ) -> usize {
     match hold {
-        Some(h) if outstanding < grant as usize => arrivals.take_while(|a| now >= *a + h).count(),
-        _ => arrivals.count(),
+        Some(h) => arrivals.take_while(|a| now >= *a + h).count(),
+        None => arrivals.count(),
     }
 }
 
@@ -1129,24 +1128,19 @@ mod tests {
     }
 
     #[test]
-    fn held_replies_go_at_the_grant_or_after_the_wait() {
+    fn held_replies_go_after_the_wait() {
         let t = Instant::now();
         let ms = |n| t + Duration::from_millis(n);
         let arrivals = [ms(0), ms(10), ms(20)];
         let hold = Some(Duration::from_millis(100));
-        let n = |out, grant, hold, now| releasable(arrivals.iter().copied(), out, grant, hold, now);
+        let n = |hold, now| releasable(arrivals.iter().copied(), hold, now);
         // Nothing held without --hold-replies.
-        assert_eq!(n(3, 32, None, t), 3);
-        // Fewer outstanding than granted: held until each has waited.
-        assert_eq!(n(3, 32, hold, ms(50)), 0);
-        assert_eq!(n(3, 32, hold, ms(100)), 1);
-        assert_eq!(n(3, 32, hold, ms(115)), 2);
-        assert_eq!(n(3, 32, hold, ms(500)), 3);
-        // The grant reached: all go, in order.
-        assert_eq!(n(3, 3, hold, ms(1)), 3);
-        assert_eq!(n(4, 3, hold, ms(1)), 3);
-        // Before the first Reply the grant is 1: the first goes at once.
-        assert_eq!(releasable([t].into_iter(), 1, 1, hold, t), 1);
+        assert_eq!(n(None, t), 3);
+        // Each waits its time, in order, whatever is outstanding.
+        assert_eq!(n(hold, ms(50)), 0);
+        assert_eq!(n(hold, ms(100)), 1);
+        assert_eq!(n(hold, ms(115)), 2);
+        assert_eq!(n(hold, ms(500)), 3);
     }
 
     #[test]
