@@ -14,7 +14,9 @@
 #   # rdma: rxe or siw (selftests)
 #   # env: NAME=VALUE (selftests; any number of these lines)
 #   # red: an extended regular expression that a failed case of the test
-#          must match ("not ok" lines of its TAP, or cargo's failed tests)
+#          must match ("not ok" lines of its TAP, the run's problems, the
+#          reply-order witness's lines in the client's kernel log, or
+#          cargo's failed tests)
 # A selftest mutant builds the copy's module with the test hooks and runs
 # its test with it in the two-guest harness (the checkout's tests and
 # peer, the copy's module); it is caught when the run fails and a failed
@@ -86,7 +88,15 @@ for name in "${names[@]}"; do
 		fi
 		scripts/harness.sh --transport rs --rdma "${rdma:-rxe}" --tests "$test" \
 			--module "$copy/rpcrdma_rs.ko" --out "$out/run" "${envs[@]}" >"$out/harness.log" 2>&1 && rc=0 || rc=$?
-		{ grep -hE '^not ok ' "$out/run/tap/$test.tap" 2>/dev/null || true; cat "$out/run/problems.txt" 2>/dev/null || true; } >"$out/red.txt"
+		# The failed cases, the run's problems, and what the reply-order
+		# witness logged (its count is what the tests read; a planted
+		# fault that corrupts memory may end a test before it reads it).
+		{
+			grep -hE '^not ok ' "$out/run/tap/$test.tap" 2>/dev/null || true
+			cat "$out/run/problems.txt" 2>/dev/null || true
+			grep -hE 'rpcrdma_rs: .*(delivered before its memory region|registered again before it was invalidated)' \
+				"$out/run/client-dmesg.txt" 2>/dev/null || true
+		} >"$out/red.txt"
 		if [ "$rc" = 0 ]; then
 			verdict="missed: $test passed"
 		elif ! grep -qE "$red" "$out/red.txt"; then

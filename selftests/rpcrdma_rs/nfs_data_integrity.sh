@@ -34,8 +34,8 @@ mkdir -p "$scratch"
 mountpoint -q "$scratch" || mount -t tmpfs -o size=256m tmpfs "$scratch"
 
 # Reference data, made once: sizes chosen to cover inline, odd lengths and
-# payloads large enough for chunks. The 1000-byte file's READ reply is
-# inline, so its data reaches the page cache by the transport's copy.
+# payloads large enough for chunks. The 1000-byte file's O_DIRECT READ
+# reply is inline (verify_direct).
 head -c 1000 /dev/urandom >"$scratch/tiny"
 head -c 4096 /dev/urandom >"$scratch/small"
 head -c 123457 /dev/urandom >"$scratch/odd"
@@ -67,10 +67,18 @@ verify_buffered() {
 	return 1
 }
 
+# verify_direct DIR: the O_DIRECT file read back right, and the 1000-byte
+# file in one O_DIRECT READ of 1000 bytes: its reply is inline, so its
+# data reaches the pages by the transport's copy (a buffered READ asks
+# for whole pages, whose reply needs a Write chunk).
 verify_direct() {
 	local sum
 	sum=$(dd if="$1/direct" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
-	grep -q "^$sum  direct\$" "$scratch/expected.sha256"
+	grep -q "^$sum  direct\$" "$scratch/expected.sha256" || return 1
+	sum=$(dd if="$1/tiny" bs=1000 count=1 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+	grep -q "^$sum  tiny\$" "$scratch/expected.sha256" && return 0
+	tap_diag "the 1000-byte file read back wrong in an inline READ reply"
+	return 1
 }
 
 # remount VERS MNT [PROTO]: MNT unmounted and mounted afresh, so that the
