@@ -196,11 +196,17 @@ killed_fio() {
 	local i pid rc left s0 s1 c0 c1 reports
 	echo "$kill_marker" >/dev/kmsg
 	c0=$(connects)
-	# The file laid out before any disconnect is injected: fio gives up
-	# (exit 1) when laying out fails, which soft RPCs may, and
-	# continue_on_error covers only the I/O.
-	fio --name=soft --directory="$mnt/d" --size=16M --create_only=1 \
-		--output=/dev/null >/dev/null 2>&1 || { tap_diag "laying out the file failed"; return 1; }
+	# fio's file (soft.0.0) laid out before any disconnect is injected:
+	# fio gives up (exit 1) when laying out fails, and continue_on_error
+	# covers only the I/O. One 1 MiB O_DIRECT WRITE at a time, so that
+	# none waits past the soft mount's timeouts behind the others (a
+	# buffered 16 MiB did over rxe); tried three times.
+	for i in 1 2 3; do
+		timeout -s KILL 120 dd if=/dev/zero of="$mnt/d/soft.0.0" bs=1M count=16 oflag=direct \
+			status=none && break
+		[ "$i" = 3 ] && { tap_diag "laying out fio's file failed three times"; return 1; }
+		sleep 2
+	done
 	for i in 1 2 3; do
 		inject_disconnects 10 6 || return 1
 		s0=$(mountstats_field "$mnt" 6)
