@@ -155,6 +155,13 @@ split_case() {
 	done
 }
 
+# The cases where the C client (6.12), the reference, returns wrong data:
+# a Write list in a reply whose Call offered no Write chunk is taken for
+# data placed in the pages, so what they held is read as the file's
+# (rpcrdma_decode_msg checks no offer). Recorded as "C differs" skips;
+# wrong data fails in any other case, and with rpcrdma_rs in every one.
+C_WRONG_DATA="write-list-unoffered"
+
 selected=()
 for c in "${CASES[@]}"; do
 	split_case "$c"
@@ -1538,6 +1545,11 @@ run_case() {
 		tap_ok "$name: the I/O ended as expected ($io; expected $want$cache_checked)"
 	elif [ "$TRANSPORT" = c ] && [ "$io" != wrong ]; then
 		tap_skip "$name: the I/O ended as expected" "C differs: $bad"
+	elif [ "$TRANSPORT" = c ] && [[ " $C_WRONG_DATA " == *" $name "* ]]; then
+		# The reference's known hole, recorded rather than failed: the
+		# column shows it; wrong data fails everywhere else.
+		tap_skip "$name: the I/O ended as expected" \
+			"C differs: wrong data, the C client's known defect (see C_WRONG_DATA)"
 	else
 		tap_not_ok "$name: the I/O ended as expected ($bad)"
 	fi
