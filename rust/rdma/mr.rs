@@ -554,6 +554,28 @@ impl<H: MrHandler> Mr<H> {
         ours
     }
 
+    /// Undoes `mapping`'s DMA mapping of the scatterlist's entries.
+    ///
+    /// # Safety
+    ///
+    /// `mapping` is the region's current mapping; nothing can reach its
+    /// pages through the device any more (the peer, or a work request
+    /// reading the region's page list), and they are still allocated (the
+    /// unmapping may copy into them).
+    unsafe fn unmap_sg(&self, mapping: &Mapping) {
+        // SAFETY: `sg` holds the mapping's `nents` entries, mapped in its
+        // direction (type invariant), for a device `qp` holds registered;
+        // the caller says nothing reaches them and they are allocated.
+        unsafe {
+            bindings::rpcrdma_rs_mr_unmap(
+                self.qp.device().as_raw(),
+                self.sg.as_ptr(),
+                mapping.nents,
+                mapping.writing,
+            )
+        };
+    }
+
     /// Undoes the DMA mapping `m`, if the peer can no longer reach it (see
     /// the module documentation); otherwise hands `m` back, still mapped.
     pub(crate) fn unmap(&self, m: Mapped) -> Result<(), Mapped> {
@@ -570,19 +592,10 @@ impl<H: MrHandler> Mr<H> {
         if !unreachable {
             return Err(m);
         }
-        // The peer can no longer reach the pages, and no work request reads
-        // the region's page list (above).
-        // SAFETY: `sg` holds the mapping's `nents` entries, mapped in its
-        // direction (type invariant), for a device `qp` holds registered,
-        // and nothing can reach them any more.
-        unsafe {
-            bindings::rpcrdma_rs_mr_unmap(
-                self.qp.device().as_raw(),
-                self.sg.as_ptr(),
-                mapping.nents,
-                mapping.writing,
-            )
-        };
+        // SAFETY: The peer can no longer reach the pages, no work request
+        // reads the region's page list (above), and the mapping's owner
+        // holds its pages while it is mapped (`Mapped`).
+        unsafe { self.unmap_sg(&mapping) };
         // INVARIANT: unmapped; a pending REG_MR (of a destroyed QP) stays
         // its post's to mark, and keeps the region from being mapped again.
         state.mapping = None;
@@ -726,20 +739,10 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
         // outstanding (above) and its PD is live (held by `qp`).
         unsafe { bindings::rpcrdma_rs_dereg_mr(self.raw.as_ptr()) };
         if let (Some(mapping), Some(_)) = (mapping, &pad) {
-            // `sg` holds the mapping's `nents` entries, mapped in its
-            // direction (type invariant), for a device `qp` holds
-            // registered; they are the pad buffer's, allocated until `pad`
-            // drops (below).
-            // SAFETY: As above, and nothing reaches them any more: only the
-            // region exposed them, and it is deregistered (above).
-            unsafe {
-                bindings::rpcrdma_rs_mr_unmap(
-                    self.qp.device().as_raw(),
-                    self.sg.as_ptr(),
-                    mapping.nents,
-                    mapping.writing,
-                )
-            };
+            // SAFETY: The entries are the pad buffer's, allocated until `pad`
+            // drops (below); only the region exposed them, and it is
+            // deregistered (above).
+            unsafe { self.unmap_sg(&mapping) };
         }
         // SAFETY: Ours, and no mapping of it is undone any more.
         unsafe { bindings::rpcrdma_rs_free_sg(self.sg.as_ptr()) };
