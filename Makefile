@@ -95,6 +95,6 @@ demo:
 	scripts/demo.sh
 
 bench:
-	scripts/bench.sh
+	scripts/bench.sh $(if $(filter 1,$(BENCH_RECORD)),--record Documentation/benchmark-results/latest)
 
 .PHONY: all modules install install-modprobe-conf dkms-source dkms clean clippy rustfmtcheck kernel host-test peer test demo bench

@@ -3,34 +3,45 @@
 """Turns the raw results of scripts/bench.sh into tables, a CSV, plots and
 a profile summary.
 
-Usage: bench_report.py RESULTS_DIR
+Usage: bench_report.py RESULTS_DIR [--record DIR]
        bench_report.py RESULTS_DIR --annotate SYMBOL [rs|c] [JOB]
 
-RESULTS_DIR holds one harness run per client transport (c/, rs/), each with
-bench/ written by selftests/rpcrdma_rs/bench.sh in the client guest.
-Writes results.csv, ratios.png, scaling-iops.png, scaling-throughput.png,
-profile-summary.txt and, when QEMU counted the client's instructions
-(insn-counts.txt, scripts/insn_count.c), instructions.txt there; prints the
-table, the instruction counts, the profile summary and the targets (which
-do not change the exit status). Fails when matplotlib is missing or the
-instruction counts do not match the guest's marks, after everything else.
+RESULTS_DIR holds one harness run per boot of each client transport (c-1/,
+rs-1/, c-2/, rs-2/ ...; an older run's c/ and rs/ are read too), each with
+bench/ written by selftests/rpcrdma_rs/bench.sh in the client guest; the
+boots' repetitions are merged. Writes results.csv, ratios.png,
+scaling-iops.png, scaling-throughput.png, profile-summary.txt and, when
+QEMU counted the client's instructions (insn-counts.txt,
+scripts/insn_count.c), instructions.txt there; prints the table, the
+instruction counts, the module's instructions, locks and atomic operations
+per operation, the profile summary and the targets (which do not change
+the exit status). Fails when matplotlib is missing or the instruction
+counts do not match the guest's marks, after everything else.
+
+--record DIR also writes the run's text results into DIR (everything
+printed, as report.txt; the tables as CSV; each job's top kernel functions;
+the run's parameters) and copies the plots there: the files
+Documentation/benchmark-results/README.rst describes.
 
 --annotate prints where one kernel function's instructions went during a
-profiled job (default: rs, randread-4k-qd16), block by block over its
-disassembly: SYMBOL is a symbol or a part of its readable Rust name. It
-needs the instruction counts, and the objects scripts/bench.sh keeps with
-the results (rpcrdma_rs.ko, and kernel-tree naming the bench kernel's
+job (default: rs, randread-4k-qd16; every repetition), block by block over
+its disassembly: SYMBOL is a symbol or a part of its readable Rust name.
+It needs the instruction counts, and the objects scripts/bench.sh keeps
+with the results (rpcrdma_rs.ko, and kernel-tree naming the bench kernel's
 build tree for vmlinux and the C module).
 """
 
 import bisect
 import csv
+import fnmatch
 import functools
 import glob
+import io
 import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -73,6 +84,33 @@ SCALING_JOBS = [randread_job(qd, nj) for nj in NUMJOBS for qd in IODEPTHS] + \
     [seq_job(rw, bs) for rw in ("read", "write") for bs, _ in BLOCKS]
 JOBS = BASE_JOBS + [j for j in SCALING_JOBS if j not in BASE_JOBS]
 PROFILE_JOBS = ["seqread-1m", "randread-4k-qd16", "metadata"]
+
+
+def run_dirs(results, run):
+    """The boots of transport RUN ("c" or "rs") in RESULTS, in order: RUN-1,
+    RUN-2 ..., or the one directory RUN of a run from before the boots
+    alternated."""
+    found = []
+    for path in glob.glob(os.path.join(results, f"{run}-*")):
+        m = re.match(rf"{run}-(\d+)$", os.path.basename(path))
+        if m and os.path.isdir(path):
+            found.append((int(m.group(1)), path))
+    if found:
+        return [path for _, path in sorted(found)]
+    old = os.path.join(results, run)
+    return [old] if os.path.isdir(old) else []
+
+
+def bench_params(results):
+    """What scripts/bench.sh wrote of the run (bench-params.txt), as a dict."""
+    params = {}
+    path = os.path.join(results, "bench-params.txt")
+    if os.path.exists(path):
+        for line in open(path):
+            name, sep, value = line.rstrip("\n").partition("=")
+            if sep:
+                params[name] = value
+    return params
 
 
 def read_params(run_dir):
@@ -128,47 +166,63 @@ def fio_sample(path):
 def collect(results):
     """Returns {(label, job): [sample, ...]} and {label: reason unavailable}."""
     samples, unavailable = {}, {}
+    only_rs = bench_params(results).get("ONLY_RS") == "1"
     for label, run, proto in TRANSPORTS:
-        bench = os.path.join(results, run, "bench")
-        why = os.path.join(bench, "unavailable.txt")
-        params = read_params(os.path.join(results, run))
-        if "BENCH_PROTOS" in params and proto not in params["BENCH_PROTOS"].split():
-            unavailable[label] = "not run (scripts/bench.sh --no-tcp)"
-            continue
-        if proto == "rdma" and os.path.exists(why):
-            unavailable[label] = open(why).read().strip()
-            continue
-        if not os.path.isdir(bench):
-            unavailable[label] = "no results (the run failed before measuring)"
-            continue
-        cpu = read_cpu(bench)
-        meta = {}
-        mpath = os.path.join(bench, "metadata.txt")
-        if os.path.exists(mpath):
-            for line in open(mpath):
-                tag, *fields = line.split()
-                meta[tag] = dict(f.split("=") for f in fields)
-        for name in sorted(os.listdir(bench)):
-            m = re.match(rf"{proto}-(.+)-(\d+)\.json$", name)
-            if not m:
+        whys, ran = [], False
+        dirs = run_dirs(results, run)
+        for run_dir in dirs:
+            bench = os.path.join(run_dir, "bench")
+            why = os.path.join(bench, "unavailable.txt")
+            params = read_params(run_dir)
+            if "BENCH_PROTOS" in params and proto not in params["BENCH_PROTOS"].split():
                 continue
-            job, rep = m.group(1), m.group(2)
-            s = fio_sample(os.path.join(bench, name))
-            s["client_cpu_s"], s["server_cpu_s"] = cpu.get(f"{proto}-{job}-{rep}", (0, 0))
-            s["rep"] = rep
-            samples.setdefault((label, job), []).append(s)
-        for tag, vals in meta.items():
-            m = re.match(rf"{proto}-metadata-(\d+)$", tag)
-            if not m:
+            ran = True
+            if proto == "rdma" and os.path.exists(why):
+                whys.append(open(why).read().strip())
                 continue
-            ops, ns = int(vals["ops"]), int(vals["ns"])
-            c, sv = cpu.get(tag, (0, 0))
-            samples.setdefault((label, "metadata"), []).append({
-                "bytes": 0, "ops": ops, "bw_mib_s": 0.0, "iops": ops / (ns / 1e9),
-                "p50_us": 0.0, "p99_us": 0.0, "runtime_s": ns / 1e9,
-                "client_cpu_s": c, "server_cpu_s": sv, "rep": m.group(1),
-            })
+            if not os.path.isdir(bench):
+                whys.append("no results (the run failed before measuring)")
+                continue
+            collect_run(bench, label, proto, samples)
+        if not any(key[0] == label for key in samples):
+            if not dirs and only_rs:
+                unavailable[label] = "not run (scripts/bench.sh --only-rs)"
+            elif not ran and dirs:
+                unavailable[label] = "not run (scripts/bench.sh --no-tcp)"
+            else:
+                unavailable[label] = whys[0] if whys else "no results (the run failed before measuring)"
     return samples, unavailable
+
+
+def collect_run(bench, label, proto, samples):
+    """Adds the samples of PROTO in one boot's BENCH directory to SAMPLES."""
+    cpu = read_cpu(bench)
+    meta = {}
+    mpath = os.path.join(bench, "metadata.txt")
+    if os.path.exists(mpath):
+        for line in open(mpath):
+            tag, *fields = line.split()
+            meta[tag] = dict(f.split("=") for f in fields)
+    for name in sorted(os.listdir(bench)):
+        m = re.match(rf"{proto}-(.+)-(\d+)\.json$", name)
+        if not m:
+            continue
+        job, rep = m.group(1), m.group(2)
+        s = fio_sample(os.path.join(bench, name))
+        s["client_cpu_s"], s["server_cpu_s"] = cpu.get(f"{proto}-{job}-{rep}", (0, 0))
+        s["rep"] = rep
+        samples.setdefault((label, job), []).append(s)
+    for tag, vals in meta.items():
+        m = re.match(rf"{proto}-metadata-(\d+)$", tag)
+        if not m:
+            continue
+        ops, ns = int(vals["ops"]), int(vals["ns"])
+        c, sv = cpu.get(tag, (0, 0))
+        samples.setdefault((label, "metadata"), []).append({
+            "bytes": 0, "ops": ops, "bw_mib_s": 0.0, "iops": ops / (ns / 1e9),
+            "p50_us": 0.0, "p99_us": 0.0, "runtime_s": ns / 1e9,
+            "client_cpu_s": c, "server_cpu_s": sv, "rep": m.group(1),
+        })
 
 
 def is_throughput(job):
@@ -202,7 +256,9 @@ def cpu_cost(job, ss):
 def perftest(results):
     out = []
     for tool in ("ib_write_bw", "ib_read_bw", "ib_send_lat"):
-        path = os.path.join(results, "c", "bench", f"{tool}.txt")
+        # Measured in the first C boot.
+        paths = [os.path.join(d, "bench", f"{tool}.txt") for d in run_dirs(results, "c")]
+        path = next((p for p in paths if os.path.exists(p)), "")
         if not os.path.exists(path):
             out.append((tool, None, ""))
             continue
@@ -309,7 +365,7 @@ def targets(stats, insn=None):
 
 
 # Profiles: where the client guest's samples fall.
-CATEGORIES = ["rpcrdma_rs", "rpcrdma (C)", "rdma_rxe/siw", "ib_core+rdma_cm", "sunrpc",
+CATEGORIES = ["rpcrdma_rs", "rpcrdma (C)", "Rust in vmlinux", "rdma_rxe/siw", "ib_core+rdma_cm", "sunrpc",
               "nfs*", "other kernel", "user space", "idle"]
 # Where an idle vCPU sits when the sampling timer fires (the leaf symbol).
 IDLE_SYMBOLS = {"pv_native_safe_halt", "native_safe_halt", "default_idle", "arch_cpu_idle",
@@ -391,6 +447,8 @@ def kernel_category(name, mod, builtin_rdma):
     BUILTIN_RDMA names the RDMA core's built-in symbols, if known."""
     if mod:
         return module_category(mod)
+    if is_vmlinux_rust(name):
+        return "Rust in vmlinux"
     if name in builtin_rdma or (not builtin_rdma and name.startswith(RDMA_CORE_PREFIXES)):
         return "ib_core+rdma_cm"
     return "other kernel"
@@ -441,9 +499,11 @@ def read_flat_profile(path):
     return entries
 
 
-def profile(results, run, job):
+def profile(results, run_dir, job):
     """{"shares": {category: percent}, "top": [...], "samples": n} or a reason."""
-    bench = os.path.join(results, run, "bench")
+    if run_dir is None:
+        return "no profile"
+    bench = os.path.join(run_dir, "bench")
     flat = os.path.join(bench, f"profile-{job}-flat.txt")
     if not os.path.exists(flat):
         log = os.path.join(bench, f"perf-{job}.log")
@@ -465,19 +525,24 @@ def profile(results, run, job):
     return {"shares": shares, "top": top[:15], "samples": sum(counts) if counts else None}
 
 
+def perf_run_dir(results, run):
+    """The boot of RUN with perf profiles (the first), or None."""
+    return next((d for d in run_dirs(results, run)
+                 if glob.glob(os.path.join(d, "bench", "perf-*.log"))), None)
+
+
 def profile_summary(results):
     labels = [(RS, "rs"), (C, "c")]
-    bench_dirs = [os.path.join(results, run, "bench") for _, run in labels]
-    if not any(glob.glob(os.path.join(d, "perf-*.log")) for d in bench_dirs):
-        # With the instruction counter the profile jobs ran under it, not
-        # under perf: their profile is in instructions.txt.
-        return ["No perf profiles in this run: with the instruction counter, the profiled",
-                "jobs are counted by function instead (instructions.txt)."]
+    if not any(perf_run_dir(results, run) for _, run in labels):
+        # With the instruction counter every job is counted by function
+        # instead: its profile is in instructions.txt.
+        return ["No perf profiles in this run: with the instruction counter, every job is",
+                "counted by function instead (instructions.txt)."]
     out = ["Profile of the client guest during the job (perf record -a -g, cpu-clock at 499 Hz",
            "on both vCPUs; each sample counts for the function it landed in). 'all' is the",
            "share of all samples, 'busy' the share of the samples not idle.", ""]
     for job in PROFILE_JOBS:
-        profs = {label: profile(results, run, job) for label, run in labels}
+        profs = {label: profile(results, perf_run_dir(results, run), job) for label, run in labels}
         out.append(f"{job}:")
         if all(isinstance(p, str) for p in profs.values()):
             out.extend(f"  {label}: {profs[label]}" for label, _ in labels)
@@ -515,6 +580,62 @@ def profile_summary(results):
 
 # Instructions: counted by QEMU's insn_count plugin in the client guest.
 
+# Where a kernel block's instructions count for the transports' own code
+# (the module figures): the module's text, and the Rust of the kernel image
+# (the rust_helper_* wrappers of C inlines and the kernel crate), which only
+# rpcrdma_rs, the client's one Rust module, runs.
+RS_GLUE, RS_RUST, C_MODULE, RUST_HELPERS, RUST_KERNEL = \
+    "rs-glue", "rs-rust", "c-module", "rust-helpers", "rust-kernel"
+OWNERS = (RS_GLUE, RS_RUST, C_MODULE, RUST_HELPERS, RUST_KERNEL)
+MODULE_OWNERS = (RS_GLUE, RS_RUST, C_MODULE)
+# The functions that take a lock: a call to one from the transport's code
+# is one acquisition.
+LOCK_FUNCTIONS = ("_raw_spin_lock*", "_raw_spin_trylock*", "_raw_read_lock*", "_raw_write_lock*",
+                  "mutex_lock*", "mutex_trylock", "down_read*", "down_write*", "__mutex_lock*")
+
+
+def is_vmlinux_rust(name):
+    """Whether NAME, a symbol of the kernel image, is Rust: a helper or the
+    kernel crate's (v0-mangled)."""
+    return name.startswith("rust_helper_") or name.startswith("_R")
+
+
+def is_lock_function(name):
+    return any(fnmatch.fnmatchcase(name, pat) for pat in LOCK_FUNCTIONS)
+
+
+def base_symbol(name):
+    """NAME without the padding prefix a call may aim at (call thunks) and
+    the suffixes of the compiler's clones (.isra.0, .cold)."""
+    if name.startswith("__pfx_"):
+        name = name[len("__pfx_"):]
+    return name.split(".")[0]
+
+
+def read_glue(results):
+    """The names of the functions of rpcrdma_rs's C glue (glue-symbols.txt,
+    nm of include/*.o), or None if not kept: then C-looking symbols of the
+    module (those not v0-mangled) stand for them."""
+    path = os.path.join(results, "glue-symbols.txt")
+    if not os.path.exists(path):
+        return None
+    return frozenset(base_symbol(line.strip()) for line in open(path) if line.strip())
+
+
+def owner(name, mod, glue):
+    """Whose code kernel symbol NAME of module MOD (None: built in) is, of
+    OWNERS; None for the rest of the kernel."""
+    if mod == "rpcrdma_rs":
+        if glue is None:
+            return RS_RUST if name.startswith("_R") else RS_GLUE
+        return RS_GLUE if base_symbol(name) in glue else RS_RUST
+    if mod == "rpcrdma":
+        return C_MODULE
+    if mod is None and is_vmlinux_rust(name):
+        return RUST_KERNEL if name.startswith("_R") else RUST_HELPERS
+    return None
+
+
 def parse_size(text):
     """fio's block size ("4k", "1m") in bytes."""
     m = re.match(r"^(\d+)([kmg]?)$", text.lower())
@@ -523,95 +644,24 @@ def parse_size(text):
     return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2)]
 
 
-def read_insn_counts(path):
-    """{mark: (kernel, user, {block address: instructions})} from the
-    plugin's output; the blocks only after a profile mark."""
+def read_insn_counts(path, on_block=None):
+    """{mark: (kernel, user)} from the plugin's output; ON_BLOCK(mark,
+    address, insns, execs, locked, call target) for each block line after
+    a profile mark (execs, locked and call None in the older format of
+    "tb ADDRESS INSNS")."""
     marks, current = {}, None
     for line in open(path):
         parts = line.split()
         if parts[:1] == ["mark"] and len(parts) == 6:
-            current = {}
-            marks[int(parts[1])] = (int(parts[3]), int(parts[5]), current)
-        elif parts[:1] == ["tb"] and len(parts) == 3 and current is not None:
-            addr = int(parts[1], 16)
-            current[addr] = current.get(addr, 0) + int(parts[2])
+            current = int(parts[1])
+            marks[current] = (int(parts[3]), int(parts[5]))
+        elif parts[:1] == ["tb"] and current is not None and on_block:
+            if len(parts) == 6:
+                on_block(current, int(parts[1], 16), int(parts[2]), int(parts[3]), int(parts[4]),
+                         int(parts[5], 16))
+            elif len(parts) == 3:
+                on_block(current, int(parts[1], 16), int(parts[2]), None, None, None)
     return marks
-
-
-@functools.lru_cache(maxsize=None)
-def insn_samples(results, run):
-    """{tag: {"kernel": per op, "total": per op, "ops": n, "blocks": {...}}}
-    for a run whose client QEMU counted instructions, {} for one that did
-    not, or a string saying why the counts cannot be used."""
-    counts = os.path.join(results, run, "insn-counts.txt")
-    marks_path = os.path.join(results, run, "bench", "insn-marks.txt")
-    if not os.path.exists(counts):
-        return {}
-    if not os.path.exists(marks_path):
-        return f"{counts} but no {marks_path}"
-    marks = read_insn_counts(counts)
-    lines = [line.split() for line in open(marks_path) if line.strip()]
-    # The guest's last job ended at its last mark: the plugin must have
-    # seen exactly as many, or a mark was lost or came from elsewhere and
-    # every number after it would belong to another job.
-    last = max((int(parts[0]) for parts in lines), default=0)
-    if len(marks) != last or (marks and max(marks) != last):
-        return f"{counts} has {len(marks)} marks, the guest made {last}: they do not line up"
-    out = {}
-    for n, tag, *fields in lines:
-        vals = dict(f.split("=", 1) for f in fields)
-        kernel, user, blocks = marks[int(n)]
-        ops = int(vals["bytes"]) // parse_size(vals["bs"])
-        if ops <= 0:
-            continue  # its fio failed, which its test case says
-        out[tag] = {"kernel": kernel / ops, "total": (kernel + user) / ops, "ops": ops,
-                    "blocks": blocks}
-    return out
-
-
-def instructions(results):
-    """{(label, job): {"kernel": median, "total": median, "reps": n, ...}}
-    and lines for the report; (None, lines) when a run's counts cannot be
-    used."""
-    per, lines = {}, []
-    for label, run, proto in TRANSPORTS:
-        got = insn_samples(results, run)
-        if isinstance(got, str):
-            return None, [f"instruction counts unusable: {got}"]
-        for tag, v in got.items():
-            m = re.match(rf"{proto}-(.+)-(\d+)$", tag)
-            if m and not tag.startswith(f"{proto}-profile-"):
-                per.setdefault((label, m.group(1)), []).append(v)
-    stats = {}
-    for key, vs in per.items():
-        stats[key] = {f: statistics.median(v[f] for v in vs) for f in ("kernel", "total")}
-        stats[key].update({f"{f}_min": min(v[f] for v in vs) for f in ("kernel", "total")})
-        stats[key].update({f"{f}_max": max(v[f] for v in vs) for f in ("kernel", "total")})
-        stats[key]["reps"] = len(vs)
-    if not stats:
-        return stats, []
-    lines.append("Client guest instructions per operation (QEMU insn_count plugin; medians of")
-    lines.append("the repetitions, min-max in brackets; kernel = upper-half addresses, total adds")
-    lines.append("user space; an operation is one fio block, ramp included, or one create, stat")
-    lines.append("or remove of the metadata job).")
-    head = f"  {'job':<22}" + "".join(f"{label + ' kernel':>26}" for label, _, _ in TRANSPORTS)
-    lines.append(head + f"{'rs/C kernel':>12}{'rs/C total':>11}")
-    for job in JOBS:
-        if not any((label, job) in stats for label, _, _ in TRANSPORTS):
-            continue
-        cells = ""
-        for label, _, _ in TRANSPORTS:
-            st = stats.get((label, job))
-            cells += f"{'-':>26}" if st is None else \
-                f"{st['kernel']:>12.0f} [{st['kernel_min']:.0f}-{st['kernel_max']:.0f}]".rjust(26)
-        rs, c = stats.get((RS, job)), stats.get((C, job))
-        rk = f"{rs['kernel'] / c['kernel']:.3f}" if rs and c else "-"
-        rt = f"{rs['total'] / c['total']:.3f}" if rs and c else "-"
-        if rs and c:
-            rs["insn_ratio"] = rs["total"] / c["total"]
-            rs["insn_kernel_ratio"] = rs["kernel"] / c["kernel"]
-        lines.append(f"  {job:<22}{cells}{rk:>12}{rt:>11}")
-    return stats, lines
 
 
 class KernelText:
@@ -635,61 +685,405 @@ class KernelText:
         self.addrs = [e[0] for e in entries]
         self.builtin_rdma = builtin_rdma
 
-    def category(self, addr):
+    def symbol(self, addr):
+        """(name, module or None) of the text ADDR is in."""
         i = bisect.bisect_right(self.addrs, addr) - 1
         if i < 0:
-            return "?", "other kernel"
+            return "?", None
         _, name, mod = self.entries[i]
+        return name, mod
+
+    def category(self, addr):
+        name, mod = self.symbol(addr)
         return name, kernel_category(name, mod, self.builtin_rdma)
 
 
-def insn_profile_summary(results):
-    """Lines: where each transport's client kernel instructions went, per
-    operation, during the profiled jobs."""
-    builtin_path = os.path.join(results, "builtin-rdma-core.txt")
-    builtin = set()
-    if os.path.exists(builtin_path):
-        builtin = {line.strip() for line in open(builtin_path) if line.strip()}
-    labels = [(RS, "rs"), (C, "c")]
-    profs = {}
-    for label, run in labels:
-        got = insn_samples(results, run)
-        ksyms = os.path.join(results, run, "bench", "kallsyms-text.txt")
-        if not isinstance(got, dict) or not os.path.exists(ksyms):
-            continue
+class Profile:
+    """One job's kernel blocks, summed: instructions by category and by
+    symbol, and the transport's code's instructions, locked instructions
+    and lock calls (raw counts, not per operation)."""
+
+    def __init__(self):
+        self.cats = {}
+        self.syms = {}     # (category, name): [instructions, locked, lock calls]; any code
+        self.parts = {o: [0, 0] for o in OWNERS}  # owner: [instructions, locked]
+        self.locks = {}    # lock function: calls from the transport's code
+        self.detailed = True  # the plugin gave executions, locked and calls
+
+
+@functools.lru_cache(maxsize=None)
+def insn_samples(results, run_dir):
+    """{tag: {"kernel": per op, "total": per op, "ops": n, "profile":
+    Profile or None}} for a boot whose client QEMU counted instructions, {}
+    for one that did not, or a string saying why the counts cannot be
+    used."""
+    counts = os.path.join(run_dir, "insn-counts.txt")
+    marks_path = os.path.join(run_dir, "bench", "insn-marks.txt")
+    if not os.path.exists(counts):
+        return {}
+    if not os.path.exists(marks_path):
+        return f"{counts} but no {marks_path}"
+    ksyms = os.path.join(run_dir, "bench", "kallsyms-text.txt")
+    kt = None
+    if os.path.exists(ksyms):
+        builtin_path = os.path.join(results, "builtin-rdma-core.txt")
+        builtin = set()
+        if os.path.exists(builtin_path):
+            builtin = {line.strip() for line in open(builtin_path) if line.strip()}
         kt = KernelText(ksyms, builtin)
-        for job in PROFILE_JOBS:
-            v = got.get(f"rdma-profile-{job}")
-            if not v or not v["blocks"]:
+    glue = read_glue(results)
+    profiles, where, callee = {}, {}, {}
+
+    def on_block(mark, addr, insns, execs, locked, call):
+        if kt is None:
+            return
+        prof = profiles.get(mark)
+        if prof is None:
+            prof = profiles[mark] = Profile()
+        w = where.get(addr)
+        if w is None:
+            name, mod = kt.symbol(addr)
+            w = where[addr] = (name, kernel_category(name, mod, kt.builtin_rdma),
+                               owner(name, mod, glue))
+        name, cat, own = w
+        prof.cats[cat] = prof.cats.get(cat, 0) + insns
+        sym = prof.syms.get((cat, name))
+        if sym is None:
+            sym = prof.syms[(cat, name)] = [0, 0, 0]
+        sym[0] += insns
+        fn = ""
+        if execs is None:
+            prof.detailed = False
+        else:
+            sym[1] += locked
+            if call:
+                fn = callee.get(call)
+                if fn is None:
+                    fn = base_symbol(kt.symbol(call)[0])
+                    fn = callee[call] = fn if is_lock_function(fn) else ""
+                if fn:
+                    sym[2] += execs
+        if own is None:
+            return
+        part = prof.parts[own]
+        part[0] += insns
+        if execs is None:
+            return
+        part[1] += locked
+        if fn:
+            prof.locks[fn] = prof.locks.get(fn, 0) + execs
+
+    marks = read_insn_counts(counts, on_block)
+    lines = [line.split() for line in open(marks_path) if line.strip()]
+    # The guest's last job ended at its last mark: the plugin must have
+    # seen exactly as many, or a mark was lost or came from elsewhere and
+    # every number after it would belong to another job.
+    last = max((int(parts[0]) for parts in lines), default=0)
+    if len(marks) != last or (marks and max(marks) != last):
+        return f"{counts} has {len(marks)} marks, the guest made {last}: they do not line up"
+    out = {}
+    for n, tag, *fields in lines:
+        vals = dict(f.split("=", 1) for f in fields)
+        kernel, user = marks[int(n)]
+        ops = int(vals["bytes"]) // parse_size(vals["bs"])
+        if ops <= 0:
+            continue  # its fio failed, which its test case says
+        out[tag] = {"kernel": kernel / ops, "total": (kernel + user) / ops, "ops": ops,
+                    "profile": profiles.get(int(n))}
+    return out
+
+
+def module_figures(v):
+    """Per operation: the transport's code's instructions (module: its text,
+    glue included; module_noglue: without rpcrdma_rs's C glue; glue;
+    helpers, kcrate: the Rust of the kernel image; mod_total: the module
+    and that Rust), and with the plugin's details, lock acquisitions and
+    locked read-modify-writes (atomics) in the same code, and the calls to
+    each lock function ("lock:NAME"). None without a profile."""
+    prof, ops = v.get("profile"), v["ops"]
+    if prof is None:
+        return None
+    part = prof.parts
+    f = {
+        "module": sum(part[o][0] for o in MODULE_OWNERS) / ops,
+        "module_noglue": (part[RS_RUST][0] + part[C_MODULE][0]) / ops,
+        "glue": part[RS_GLUE][0] / ops,
+        "helpers": part[RUST_HELPERS][0] / ops,
+        "kcrate": part[RUST_KERNEL][0] / ops,
+    }
+    f["mod_total"] = f["module"] + f["helpers"] + f["kcrate"]
+    if prof.detailed:
+        f["locks"] = sum(prof.locks.values()) / ops
+        f["atomics_module"] = sum(part[o][1] for o in MODULE_OWNERS) / ops
+        f["atomics_rust"] = (part[RUST_HELPERS][1] + part[RUST_KERNEL][1]) / ops
+        f["atomics"] = f["atomics_module"] + f["atomics_rust"]
+        for fn, n in prof.locks.items():
+            f["lock:" + fn] = n / ops
+    return f
+
+
+def job_samples(results, label):
+    """{job: [(tag, sample), ...]} of the instruction counts of transport
+    LABEL over its boots, or a string saying why they cannot be used."""
+    run, proto = next((r, p) for lab, r, p in TRANSPORTS if lab == label)
+    per = {}
+    for run_dir in run_dirs(results, run):
+        got = insn_samples(results, run_dir)
+        if isinstance(got, str):
+            return got
+        for tag, v in got.items():
+            m = re.match(rf"{proto}-(.+)-(\d+)$", tag)
+            if m and not tag.startswith(f"{proto}-profile-"):
+                per.setdefault(m.group(1), []).append((tag, v))
+    return per
+
+
+def spread(values):
+    """{"": median, "_min": minimum, "_max": maximum} of VALUES."""
+    return {"": statistics.median(values), "_min": min(values), "_max": max(values)}
+
+
+def is_per_rpc(job):
+    """Whether one operation of JOB is one RPC: a 4 KiB I/O is one READ or
+    WRITE; a larger one, or a metadata operation, may be several."""
+    return "-4k" in job
+
+
+def instructions(results):
+    """{(label, job): {field: median, field_min, field_max, "reps": n}} of the
+    client's instructions per operation (kernel, total) and the module
+    figures (module_figures), and lines for the report; (None, lines) when
+    a boot's counts cannot be used."""
+    per = {}
+    for label, _, _ in TRANSPORTS:
+        got = job_samples(results, label)
+        if isinstance(got, str):
+            return None, [f"instruction counts unusable: {got}"]
+        for job, tagged in got.items():
+            per[(label, job)] = [v for _, v in tagged]
+    stats = {}
+    for key, vs in per.items():
+        st = {"reps": len(vs)}
+        for f in ("kernel", "total"):
+            st.update({f + k: x for k, x in spread([v[f] for v in vs]).items()})
+        figs = [module_figures(v) for v in vs]
+        if figs and all(figs):
+            # A lock function one repetition did not call counts 0 there.
+            names = set().union(*figs)
+            for f in names:
+                if all(f in g for g in figs) or f.startswith("lock:"):
+                    st.update({f + k: x for k, x in spread([g.get(f, 0.0) for g in figs]).items()})
+        stats[key] = st
+    if not stats:
+        return stats, []
+    lines = ["Client guest instructions per operation (QEMU insn_count plugin; medians of",
+             "the repetitions, min-max in brackets; kernel = upper-half addresses, total adds",
+             "user space; an operation is one fio block, ramp included, or one create, stat",
+             "or remove of the metadata job)."]
+    head = f"  {'job':<22}" + "".join(f"{label + ' kernel':>26}" for label, _, _ in TRANSPORTS)
+    lines.append(head + f"{'rs/C kernel':>12}{'rs/C total':>11}")
+    for job in JOBS:
+        if not any((label, job) in stats for label, _, _ in TRANSPORTS):
+            continue
+        cells = ""
+        for label, _, _ in TRANSPORTS:
+            st = stats.get((label, job))
+            cells += f"{'-':>26}" if st is None else \
+                f"{st['kernel']:>12.0f} [{st['kernel_min']:.0f}-{st['kernel_max']:.0f}]".rjust(26)
+        rs, c = stats.get((RS, job)), stats.get((C, job))
+        rk = f"{rs['kernel'] / c['kernel']:.3f}" if rs and c else "-"
+        rt = f"{rs['total'] / c['total']:.3f}" if rs and c else "-"
+        if rs and c:
+            rs["insn_ratio"] = rs["total"] / c["total"]
+            rs["insn_kernel_ratio"] = rs["kernel"] / c["kernel"]
+        lines.append(f"  {job:<22}{cells}{rk:>12}{rt:>11}")
+    lines += [""] + module_lines(stats)
+    return stats, lines
+
+
+def cell(st, field, spec=".0f", width=22):
+    """FIELD of ST as "median [min-max]", right-aligned in WIDTH; "-" if absent."""
+    if not st or field not in st:
+        return f"{'-':>{width}}"
+    text = f"{st[field]:{spec}} [{st[field + '_min']:{spec}}-{st[field + '_max']:{spec}}]"
+    return f"{text:>{width}}"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def module_lines(stats):
+    """The module figures' tables: instructions, locks and atomics per
+    operation for both RDMA transports, with rs/C ratios."""
+    have = [job for job in JOBS if any((label, job) in stats and "module" in stats[(label, job)]
+                                       for label in (RS, C))]
+    if not have:
+        return ["Module instructions per operation: no instructions by function (no",
+                "kallsyms-text.txt, or no profile marks)."]
+    out = ["Module instructions per operation (client guest, medians of the repetitions,",
+           "min-max in brackets): module is the transport's own text (kallsyms [rpcrdma_rs]",
+           "or [rpcrdma]), with rpcrdma_rs's C glue (include/*.c); w/o glue the same without;",
+           "helpers and kcrate the Rust of the kernel image (rust_helper_* and _R* symbols),",
+           "all rpcrdma_rs's, the one Rust module on the client (on C's boots they should be 0);",
+           "total is module + helpers + kcrate. For the 4k jobs an operation is one RPC, so",
+           "these are per RPC; for the others (1 MiB I/O, metadata) they stay per operation.",
+           ""]
+    fields = [("module", "module"), ("module_noglue", "w/o glue"), ("glue", "C glue"),
+              ("helpers", "helpers"), ("kcrate", "kcrate"), ("mod_total", "total")]
+    out.append(f"  {'job':<22}{'transport':<12}" + "".join(f"{h:>22}" for _, h in fields)
+               + f"{'rs/C total':>11}{'rs/C module':>12}")
+    for job in have:
+        rs, c = stats.get((RS, job)), stats.get((C, job))
+        for label in (RS, C):
+            st = stats.get((label, job))
+            if not st or "module" not in st:
                 continue
-            cats, syms = {}, {}
-            for addr, n in v["blocks"].items():
-                name, cat = kt.category(addr)
-                cats[cat] = cats.get(cat, 0) + n / v["ops"]
-                syms[(cat, name)] = syms.get((cat, name), 0) + n / v["ops"]
-            profs[(label, job)] = (cats, syms, v["ops"])
+            cells = "".join(cell(st, f) for f, _ in fields)
+            tail = ""
+            if label == RS:
+                rt = ratio(rs.get("mod_total"), c.get("mod_total") if c else None)
+                rm = ratio(rs.get("module"), c.get("module") if c else None)
+                rs["mod_total_ratio"] = rt
+                tail = f"{fmt(rt):>11}{fmt(rm):>12}"
+            out.append(f"  {job:<22}{label:<12}{cells}{tail}")
+    out.append("")
+    out += ["Locks and atomic operations per operation in the same code (module text, helpers",
+            "and kcrate): locks = calls to a lock-acquiring function (" + ", ".join(LOCK_FUNCTIONS) + "),",
+            "by the block that ends with the call; atomics = locked read-modify-writes (LOCK",
+            "prefix, or XCHG with memory) executed in that code. A lock function's own atomic",
+            "(the cmpxchg in _raw_spin_lock) is counted under locks, not atomics, for both",
+            "transports alike. Per RPC for the 4k jobs, per operation for the others.", ""]
+    fields = [("locks", "locks"), ("atomics", "atomics"), ("atomics_module", "atomics module"),
+              ("atomics_rust", "atomics Rust")]
+    out.append(f"  {'job':<22}{'transport':<12}" + "".join(f"{h:>20}" for _, h in fields)
+               + f"{'rs/C locks':>11}{'rs/C atomics':>13}")
+    detailed = False
+    for job in have:
+        rs, c = stats.get((RS, job)), stats.get((C, job))
+        for label in (RS, C):
+            st = stats.get((label, job))
+            if not st or "locks" not in st:
+                continue
+            detailed = True
+            cells = "".join(cell(st, f, ".2f", 20) for f, _ in fields)
+            tail = ""
+            if label == RS:
+                rl = ratio(rs.get("locks"), c.get("locks") if c else None)
+                ra = ratio(rs.get("atomics"), c.get("atomics") if c else None)
+                tail = f"{fmt(rl):>11}{fmt(ra):>13}"
+            out.append(f"  {job:<22}{label:<12}{cells}{tail}")
+    if not detailed:
+        return out[:-2] + ["  (not counted: the plugin's output has no executions, locked",
+                           "  instructions or calls per block)"]
+    out += ["", "Lock acquisitions per operation by lock function (medians):"]
+    for job in have:
+        rows = []
+        for label in (RS, C):
+            st = stats.get((label, job)) or {}
+            for f in sorted(k for k in st if k.startswith("lock:") and not k.endswith(("_min", "_max"))):
+                rows.append(f"    {label:<12}{f[5:]:<32}{cell(st, f, '.2f', 20)}")
+        if rows:
+            out.append(f"  {job}:")
+            out += rows
+    return out
+
+
+def module_targets(insn):
+    """Lines: the targets on the module's instructions, locks and atomics
+    and on the client kernel's instructions, rpcrdma_rs against C."""
+    lines = []
+
+    def verdict(what, v, shown, ok):
+        if v is None:
+            lines.append(f"  {'not measured':<13}{what:<62}{'-':>8}")
+        else:
+            lines.append(f"  {'met' if ok else 'NOT met':<13}{what:<62}{shown:>8}")
+
+    for job in JOBS:
+        rs, c = insn.get((RS, job)), insn.get((C, job))
+        if not rs and not c:
+            continue
+        rt = ratio(rs.get("mod_total"), c.get("mod_total")) if rs and c else None
+        verdict(f"{job}: module instructions per op, rs/C <= 1.00", rt,
+                fmt(rt), rt is not None and rt <= 1.00)
+    for job in JOBS:
+        rs, c = insn.get((RS, job)), insn.get((C, job))
+        if not is_per_rpc(job) or (not rs and not c):
+            continue
+        have = rs and c and "locks" in rs and "locks" in c
+        verdict(f"{job}: lock acquisitions per RPC <= C's", rs["locks"] if have else None,
+                f"{rs['locks']:.2f}/{c['locks']:.2f}" if have else "-",
+                have and rs["locks"] <= c["locks"])
+        verdict(f"{job}: atomic RMWs per RPC <= C's + 2", rs["atomics"] if have else None,
+                f"{rs['atomics']:.2f}/{c['atomics']:.2f}" if have else "-",
+                have and rs["atomics"] <= c["atomics"] + 2)
+    for job in JOBS:
+        rs, c = insn.get((RS, job)), insn.get((C, job))
+        if not rs and not c:
+            continue
+        r = ratio(rs["kernel"], c["kernel"]) if rs and c else None
+        verdict(f"{job}: client kernel instructions per op, rs/C <= 0.97", r,
+                fmt(r), r is not None and r <= 0.97)
+    return lines
+
+
+def pooled_profiles(results, label, job):
+    """(categories, symbols, ops, reps) of JOB's profiles over every
+    repetition of LABEL, summed (per operation: divide by ops); None if
+    there are none."""
+    got = job_samples(results, label)
+    if isinstance(got, str):
+        return None
+    cats, syms, ops, reps = {}, {}, 0, 0
+    for tag, v in got.get(job, []):
+        prof = v.get("profile")
+        if prof is None:
+            continue
+        ops += v["ops"]
+        reps += 1
+        for k, n in prof.cats.items():
+            cats[k] = cats.get(k, 0) + n
+        for k, vals in prof.syms.items():
+            acc = syms.setdefault(k, [0, 0, 0])
+            for i, x in enumerate(vals):
+                acc[i] += x
+    return (cats, syms, ops, reps) if ops else None
+
+
+def insn_profile_summary(results, jobs=PROFILE_JOBS, top=20):
+    """Lines: where each transport's client kernel instructions went, per
+    operation, during JOBS, over all the repetitions."""
+    labels = [RS, C]
+    profs = {}
+    for label in labels:
+        for job in jobs:
+            got = pooled_profiles(results, label, job)
+            if got:
+                profs[(label, job)] = got
     if not profs:
         return []
     out = ["Client kernel instructions per operation by where they ran (QEMU insn_count",
-           "plugin, one run of the job after the measured ones).", ""]
+           "plugin; every repetition of the job, summed, over all its operations).", ""]
     kcats = [c for c in CATEGORIES if c not in ("user space", "idle")]
-    for job in PROFILE_JOBS:
-        have = [(label, profs[(label, job)]) for label, _ in labels if (label, job) in profs]
+    for job in jobs:
+        have = [(label, profs[(label, job)]) for label in labels if (label, job) in profs]
         if not have:
             continue
         out.append(f"{job}:")
         out.append(f"  {'':<18}" + "".join(f"{label:>14}" for label, _ in have))
         for cat in kcats + ["all"]:
             cells = ""
-            for _, (cats, _, _) in have:
+            for _, (cats, _, ops, _) in have:
                 n = sum(cats.values()) if cat == "all" else cats.get(cat, 0)
-                cells += f"{n:>14.0f}"
+                cells += f"{n / ops:>14.0f}"
             out.append(f"  {cat:<18}{cells}")
-        for label, (_, syms, ops) in have:
-            out.append(f"  top functions, {label} (instructions per operation, {ops} operations):")
-            top = sorted(syms.items(), key=lambda kv: -kv[1])[:20]
-            for (cat, name), n in top:
-                out.append(f"    {n:>9.0f}  {cat:<16} {shown_symbol(name, 64)}")
+        for label, (_, syms, ops, reps) in have:
+            out.append(f"  top functions, {label} (per operation: instructions, atomics, lock calls;"
+                       f" {ops} operations, {reps} repetitions):")
+            for (cat, name), (n, locked, calls) in sorted(syms.items(), key=lambda kv: -kv[1][0])[:top]:
+                out.append(f"    {n / ops:>9.0f} {locked / ops:>7.2f} {calls / ops:>6.2f}  {cat:<16} "
+                           f"{shown_symbol(name, 60)}")
         out.append("")
     return out
 
@@ -712,36 +1106,67 @@ def object_for(results, mod):
 
 
 def annotate(results, symbol, run="rs", job="randread-4k-qd16"):
-    """Lines: SYMBOL's instructions per operation during the profiled JOB of
-    RUN, by translation block over its disassembly; a string saying why
-    not."""
-    got = insn_samples(results, run)
-    ksyms = os.path.join(results, run, "bench", "kallsyms-text.txt")
-    if not isinstance(got, dict) or not os.path.exists(ksyms):
-        return f"no usable instruction counts for {run} in {results}"
-    v = got.get(f"rdma-profile-{job}")
-    if not v or not v["blocks"]:
-        return f"no profile of {job} in {run}"
-    kt = KernelText(ksyms, set())
-    ends = {}
-    for i, (addr, name, mod) in enumerate(kt.entries):
-        if name == symbol or symbol in rust_readable(name):
-            end = kt.addrs[i + 1] if i + 1 < len(kt.addrs) else addr + (64 << 10)
-            ends[(addr, name, mod)] = end
-    if not ends:
-        return f"no kernel symbol matches {symbol!r}"
-    # Of several matches, the one that ran the most.
-    per_sym = {k: sum(n for a, n in v["blocks"].items() if k[0] <= a < end)
-               for k, end in ends.items()}
-    (start, name, mod), total = max(per_sym.items(), key=lambda kv: kv[1])
-    end = ends[(start, name, mod)]
-    ops = v["ops"]
-    blocks = {a - start: n / ops for a, n in v["blocks"].items() if start <= a < end}
+    """Lines: SYMBOL's instructions per operation during every repetition of
+    JOB of RUN, by translation block over its disassembly; a string saying
+    why not."""
+    label = next((lab for lab, r, p in TRANSPORTS if r == run and p == "rdma"), None)
+    if label is None:
+        return f"no transport {run}"
+    proto = "rdma"
+    # Each boot loads the modules at its own addresses: the blocks are kept
+    # by their offset in the symbol.
+    blocks, ops, total, chosen, others, found = {}, 0, 0, None, set(), False
+    for run_dir in run_dirs(results, run):
+        got = insn_samples(results, run_dir)
+        ksyms = os.path.join(run_dir, "bench", "kallsyms-text.txt")
+        if not isinstance(got, dict) or not os.path.exists(ksyms):
+            continue
+        tags = {t: v for t, v in got.items() if re.match(rf"{proto}-{re.escape(job)}-\d+$", t)}
+        if not tags:
+            continue
+        kt = KernelText(ksyms, set())
+        ranges = {}
+        for i, (addr, name, mod) in enumerate(kt.entries):
+            if name == symbol or symbol in rust_readable(name):
+                end = kt.addrs[i + 1] if i + 1 < len(kt.addrs) else addr + (64 << 10)
+                ranges[(name, mod)] = (addr, end)
+        if not ranges:
+            continue
+        found = True
+        marks = {}
+        with open(os.path.join(run_dir, "bench", "insn-marks.txt")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[1] in tags:
+                    marks[int(parts[0])] = parts[1]
+        hits = {}
+
+        def on_block(mark, addr, insns, *_):
+            if mark in marks:
+                for key, (start, end) in ranges.items():
+                    if start <= addr < end:
+                        hits.setdefault(key, {})
+                        hits[key][addr - start] = hits[key].get(addr - start, 0) + insns
+
+        read_insn_counts(os.path.join(run_dir, "insn-counts.txt"), on_block)
+        if chosen is None:
+            # Of several matches, the one that ran the most.
+            chosen = max(ranges, key=lambda k: sum(hits.get(k, {}).values()))
+        others |= {k for k in ranges if k != chosen}
+        for off, n in hits.get(chosen, {}).items():
+            blocks[off] = blocks.get(off, 0) + n
+            total += n
+        ops += sum(v["ops"] for v in tags.values())
+    if not found:
+        return f"no kernel symbol matches {symbol!r} in a counted {job} of {run}"
+    if not ops:
+        return f"no counted {job} in {run}"
+    name, mod = chosen
+    blocks = {off: n / ops for off, n in blocks.items()}
     out = [f"{rust_readable(name)} [{mod or 'kernel'}], {run}, {job}: "
            f"{total / ops:.0f} instructions per operation, {ops} operations"]
-    others = [rust_readable(k[1]) for k in ends if k != (start, name, mod)]
     if others:
-        out.append(f"  (also matched: {'; '.join(others[:5])})")
+        out.append(f"  (also matched: {'; '.join(rust_readable(k[0]) for k in sorted(others, key=str)[:5])})")
     obj = object_for(results, mod)
     if obj is None:
         out.append("  no object kept for it: blocks by offset only")
@@ -883,6 +1308,138 @@ def plots(results, stats, unavailable):
     return True
 
 
+class Tee(io.TextIOBase):
+    """Writes to the terminal and keeps a copy, for --record's report.txt."""
+
+    def __init__(self, out):
+        self.out, self.copy = out, io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self.out.write(text)
+
+    def flush(self):
+        self.out.flush()
+
+
+# What --record writes (besides the plots), each rewritten or removed.
+RECORD_FILES = ["report.txt", "params.txt", "results.csv", "instructions.csv", "module.csv",
+                "locks.csv", "top-symbols.csv", "targets.txt", "profile-summary.txt"]
+PLOTS = ["ratios.png", "scaling-iops.png", "scaling-throughput.png"]
+MODULE_FIELDS = ["module", "module_noglue", "glue", "helpers", "kcrate", "mod_total", "locks",
+                 "atomics", "atomics_module", "atomics_rust"]
+
+
+def write_csv(path, fields, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in fields})
+
+
+def num(v, spec=".2f"):
+    return "" if v is None else format(v, spec)
+
+
+def record(results, dest, report, target_lines, insn):
+    """Writes the run's text results and plots into DEST (--record)."""
+    os.makedirs(dest, exist_ok=True)
+    for name in RECORD_FILES + PLOTS:
+        if os.path.exists(os.path.join(dest, name)):
+            os.remove(os.path.join(dest, name))
+    with open(os.path.join(dest, "report.txt"), "w") as f:
+        f.write(report)
+    with open(os.path.join(dest, "targets.txt"), "w") as f:
+        f.write("\n".join(target_lines) + "\n")
+    params = bench_params(results)
+    boots = {run: len(run_dirs(results, run)) for run in ("c", "rs")}
+    with open(os.path.join(dest, "params.txt"), "w") as f:
+        f.write(f"RESULTS={os.path.basename(os.path.normpath(results))}\n")
+        for k, v in params.items():
+            f.write(f"{k}={v}\n")
+        f.write(f"BOOTS_C={boots['c']}\nBOOTS_RS={boots['rs']}\n")
+        for run in ("c", "rs"):
+            dirs = run_dirs(results, run)
+            p = read_params(dirs[0]) if dirs else {}
+            for k in ("KERNEL", "CPUS", "SERVER_CPUS", "RDMA"):
+                if k in p:
+                    f.write(f"{run.upper()}_{k}={p[k]}\n")
+    for name in ("results.csv", "profile-summary.txt"):
+        if os.path.exists(os.path.join(results, name)):
+            shutil.copy(os.path.join(results, name), os.path.join(dest, name))
+    for name in PLOTS:
+        if os.path.exists(os.path.join(results, name)):
+            shutil.copy(os.path.join(results, name), os.path.join(dest, name))
+    if insn:
+        rows = []
+        for job in JOBS:
+            c = insn.get((C, job))
+            for label, _, _ in TRANSPORTS:
+                st = insn.get((label, job))
+                if not st:
+                    continue
+                row = {"job": job, "transport": label, "reps": st["reps"]}
+                for f in ("kernel", "total"):
+                    for k in ("", "_min", "_max"):
+                        row[f + k] = num(st[f + k], ".0f")
+                if label == RS and c:
+                    row["kernel_ratio_to_c"] = num(st["kernel"] / c["kernel"], ".3f")
+                    row["total_ratio_to_c"] = num(st["total"] / c["total"], ".3f")
+                rows.append(row)
+        write_csv(os.path.join(dest, "instructions.csv"),
+                  ["job", "transport", "reps", "kernel", "kernel_min", "kernel_max", "total",
+                   "total_min", "total_max", "kernel_ratio_to_c", "total_ratio_to_c"], rows)
+        rows, lock_rows = [], []
+        for job in JOBS:
+            c = insn.get((C, job))
+            for label in (RS, C):
+                st = insn.get((label, job))
+                if not st or "module" not in st:
+                    continue
+                row = {"job": job, "transport": label, "reps": st["reps"],
+                       "per": "rpc" if is_per_rpc(job) else "op"}
+                for f in MODULE_FIELDS:
+                    for k in ("", "_min", "_max"):
+                        if f + k in st:
+                            row[f + k] = num(st[f + k])
+                if label == RS and c:
+                    for f in ("mod_total", "module", "locks", "atomics"):
+                        r = ratio(st.get(f), c.get(f))
+                        row[f + "_ratio_to_c"] = num(r, ".3f")
+                rows.append(row)
+                for k in sorted(st):
+                    if k.startswith("lock:") and not k.endswith(("_min", "_max")):
+                        lock_rows.append({"job": job, "transport": label, "function": k[5:],
+                                          "median": num(st[k]), "min": num(st[k + "_min"]),
+                                          "max": num(st[k + "_max"])})
+        write_csv(os.path.join(dest, "module.csv"),
+                  ["job", "transport", "reps", "per"]
+                  + [f + k for f in MODULE_FIELDS for k in ("", "_min", "_max")]
+                  + [f + "_ratio_to_c" for f in ("mod_total", "module", "locks", "atomics")], rows)
+        write_csv(os.path.join(dest, "locks.csv"),
+                  ["job", "transport", "function", "median", "min", "max"], lock_rows)
+        rows = []
+        for job in JOBS:
+            for label in (RS, C):
+                got = pooled_profiles(results, label, job)
+                if not got:
+                    continue
+                _, syms, ops, reps = got
+                top = sorted(syms.items(), key=lambda kv: -kv[1][0])[:30]
+                for rank, ((cat, name), (n, locked, calls)) in enumerate(top, 1):
+                    rows.append({"job": job, "transport": label, "rank": rank, "category": cat,
+                                 "symbol": name, "readable": rust_readable(name),
+                                 "instructions_per_op": num(n / ops, ".1f"),
+                                 "atomics_per_op": num(locked / ops, ".3f"),
+                                 "lock_calls_per_op": num(calls / ops, ".3f"),
+                                 "ops": ops, "reps": reps})
+        write_csv(os.path.join(dest, "top-symbols.csv"),
+                  ["job", "transport", "rank", "category", "symbol", "readable",
+                   "instructions_per_op", "atomics_per_op", "lock_calls_per_op", "ops", "reps"], rows)
+    print(f"recorded: {dest}")
+
+
 def main():
     if len(sys.argv) >= 4 and sys.argv[2] == "--annotate" and len(sys.argv) <= 6:
         got = annotate(sys.argv[1], *sys.argv[3:])
@@ -891,18 +1448,32 @@ def main():
             return 1
         print("\n".join(got))
         return 0
-    if len(sys.argv) != 2:
+    dest = None
+    if len(sys.argv) == 4 and sys.argv[2] == "--record":
+        dest = sys.argv[3]
+    elif len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     results = sys.argv[1]
+    tee = None
+    if dest:
+        tee = sys.stdout = Tee(sys.stdout)
     samples, unavailable = collect(results)
     rows = []
     print(f"\nrpcrdma-rs benchmark: {results}")
+    bp = bench_params(results)
+    if bp:
+        print(f"  commit {bp.get('COMMIT', '?')}" + (" with uncommitted changes" if bp.get("UNCOMMITTED") == "1" else "")
+              + f", kernel {' '.join(v for v in (bp.get('KERNEL_FLAVOR', '?'), bp.get('KERNEL_RELEASE')) if v)}, "
+              f"{bp.get('REPS', '?')} boots per transport, {bp.get('RUNTIME', '?')} s jobs"
+              + (", rpcrdma_rs only" if bp.get("ONLY_RS") == "1" else ""))
     for label, run, _ in TRANSPORTS[:2]:
-        p = read_params(os.path.join(results, run))
+        dirs = run_dirs(results, run)
+        p = read_params(dirs[0]) if dirs else {}
         if p:
             print(f"  {label}: kernel {p.get('KERNEL', 'test')}, client {p.get('CPUS', '?')} vCPUs, "
-                  f"server {p.get('SERVER_CPUS', '1')}, module {p.get('MODULE', '?') if run == 'rs' else 'rpcrdma'}")
+                  f"server {p.get('SERVER_CPUS', '1')}, module {p.get('MODULE', '?') if run == 'rs' else 'rpcrdma'}, "
+                  f"{len(dirs)} boot{'s' if len(dirs) != 1 else ''}")
     stats = table(samples, unavailable, rows)
     print("\nraw link (perftest over the same devices):")
     for tool, val, unit in perftest(results):
@@ -937,8 +1508,12 @@ def main():
 
     plotted = plots(results, stats, unavailable)
 
+    target_lines = targets(stats, insn) + (module_targets(insn) if insn else [])
     print(f"\ntargets ({RS} against {C}, medians; informative, not a verdict of the run):")
-    print("\n".join(targets(stats, insn)))
+    print("\n".join(target_lines))
+    if tee:
+        sys.stdout = tee.out
+        record(results, dest, tee.copy.getvalue(), target_lines, insn)
     return 0 if plotted and insn is not None else 1
 
 

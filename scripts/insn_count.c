@@ -16,9 +16,28 @@
  *
  * Output, to the file given as out=FILE:
  *   mark N kernel K user U        N from 1, K and U instructions
- *   tb ADDRESS INSNS              after a profile mark's line, one line
- *                                 per kernel block, INSNS its share
+ *   tb ADDRESS INSNS EXECS LOCKED CALLTARGET
+ *                                 after a profile mark's line, one line
+ *                                 per kernel block that ran since the
+ *                                 mark before: ADDRESS (hex) where it
+ *                                 starts, INSNS the instructions it ran,
+ *                                 EXECS its executions, LOCKED the locked
+ *                                 read-modify-writes among INSNS, and
+ *                                 CALLTARGET (hex; 0 if none) what its
+ *                                 last instruction calls or jumps to when
+ *                                 that is a direct near call (E8 rel32)
+ *                                 or jump (E9 rel32, EB rel8): a jump
+ *                                 that ends a block at another function
+ *                                 is a tail call (rust_helper_spin_lock
+ *                                 jumps to _raw_spin_lock)
  *   end
+ *
+ * A block's locked read-modify-writes and its call are found once, when
+ * it is translated, from its bytes: an instruction is one if its legacy
+ * prefixes (before an optional REX) include LOCK (F0), or if it is XCHG
+ * (86, 87) with a memory operand, which is locked without the prefix.
+ * The lock and call counts say how often a transport's code takes locks
+ * (the calls to the lock functions) and does atomic operations.
  *
  * Each block's executions are counted inline, without a helper call, so
  * that the guest runs almost as fast as without the plugin; the inline
@@ -106,6 +125,8 @@ struct block {
 	uint64_t key;	/* host address of the code, or its address in the guest */
 	uint64_t vaddr; /* where the guest first ran it */
 	uint64_t insns;
+	uint64_t locked; /* locked read-modify-writes among the insns */
+	uint64_t call;	 /* target of the direct call ending it, or 0 */
 	uint64_t count;	 /* executions, added to inline by the block */
 	uint64_t seen;	 /* count at the last mark */
 	uint64_t last_n; /* executions between the last two marks */
@@ -155,7 +176,9 @@ static void on_mark(unsigned int vcpu_index, void *userdata)
 		user);
 	for (b = __atomic_load_n(&blocks, __ATOMIC_ACQUIRE); kind == PROFILE_MARK && b; b = b->next) {
 		if (b->last_n && b->vaddr >= KERNEL_START)
-			fprintf(out, "tb %" PRIx64 " %" PRIu64 "\n", b->vaddr, b->last_n * b->insns);
+			fprintf(out, "tb %" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIx64 "\n",
+				b->vaddr, b->last_n * b->insns, b->last_n, b->last_n * b->locked,
+				b->call);
 	}
 	fflush(out);
 	pthread_mutex_unlock(&mark_lock);
@@ -177,8 +200,56 @@ static enum mark mark_of(const struct qemu_plugin_insn *insn)
 	return 0;
 }
 
-/* The block for code at KEY of N instructions, made if new; NULL if out of memory. */
-static struct block *block_of(uint64_t key, uint64_t vaddr, size_t n)
+/* Whether B (a legacy prefix of x86-64) is one. */
+static bool legacy_prefix(uint8_t b)
+{
+	switch (b) {
+	case 0xf0: case 0xf2: case 0xf3: case 0x2e: case 0x36: case 0x3e:
+	case 0x26: case 0x64: case 0x65: case 0x66: case 0x67:
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Whether INSN is a locked read-modify-write; and, if it is a direct near
+ * call (E8 rel32) or jump (E9 rel32, EB rel8), its target in *CALL (left
+ * alone otherwise). A jump within a function is told from a tail call by
+ * its target, later: only targets that are lock functions count.
+ */
+static bool decode(const struct qemu_plugin_insn *insn, uint64_t *call)
+{
+	const uint8_t *op = qemu_plugin_insn_data(insn);
+	size_t size = qemu_plugin_insn_size(insn), i = 0;
+	bool lock = false;
+
+	while (i < size && legacy_prefix(op[i]))
+		lock |= op[i++] == 0xf0;
+	if (i < size && (op[i] & 0xf0) == 0x40)
+		i++; /* REX */
+	if (i >= size)
+		return lock;
+	if ((op[i] == 0x86 || op[i] == 0x87) && i + 1 < size && (op[i + 1] >> 6) != 3)
+		return true; /* XCHG with memory */
+	if ((op[i] == 0xe8 || op[i] == 0xe9) && size - i == 5) {
+		int32_t rel;
+
+		memcpy(&rel, op + i + 1, sizeof(rel)); /* little-endian, as the host */
+		*call = qemu_plugin_insn_vaddr(insn) + size + (uint64_t)(int64_t)rel;
+	} else if (op[i] == 0xeb && size - i == 2) {
+		*call = qemu_plugin_insn_vaddr(insn) + size + (uint64_t)(int64_t)(int8_t)op[i + 1];
+	}
+	return lock;
+}
+
+/*
+ * The block for code at KEY of N instructions, LOCKED of them locked
+ * read-modify-writes, ending with a call to CALL (or 0), made if new;
+ * NULL if out of memory. Code patched in place (alternatives, static
+ * keys) that changes either is another block.
+ */
+static struct block *block_of(uint64_t key, uint64_t vaddr, size_t n, uint64_t locked,
+			      uint64_t call)
 {
 	uint64_t h = (key ^ (key >> 17) ^ ((uint64_t)n << 40)) * 0x9e3779b97f4a7c15ULL;
 	struct block **bucket = &table[h >> (64 - TABLE_BITS)];
@@ -186,7 +257,7 @@ static struct block *block_of(uint64_t key, uint64_t vaddr, size_t n)
 
 	pthread_mutex_lock(&table_lock);
 	for (b = *bucket; b; b = b->chain) {
-		if (b->key == key && b->insns == n)
+		if (b->key == key && b->insns == n && b->locked == locked && b->call == call)
 			goto found;
 	}
 	b = calloc(1, sizeof(*b));
@@ -194,6 +265,8 @@ static struct block *block_of(uint64_t key, uint64_t vaddr, size_t n)
 		b->key = key;
 		b->vaddr = vaddr;
 		b->insns = n;
+		b->locked = locked;
+		b->call = call;
 		b->chain = *bucket;
 		*bucket = b;
 		b->next = __atomic_load_n(&blocks, __ATOMIC_RELAXED);
@@ -211,10 +284,21 @@ static void on_translation(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t n = qemu_plugin_tb_n_insns(tb), i;
 	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
 	void *host = n ? qemu_plugin_insn_haddr(qemu_plugin_tb_get_insn(tb, 0)) : NULL;
+	uint64_t locked = 0, call = 0;
 	struct block *b;
 
 	(void)id;
-	b = block_of(host ? (uint64_t)(uintptr_t)host : vaddr, vaddr, n);
+	/*
+	 * Only the kernel's: user space's calls are relative to where each
+	 * process has its code, which would split one block into many.
+	 */
+	if (vaddr >= KERNEL_START) {
+		for (i = 0; i < n; i++) {
+			call = 0; /* a call before the last instruction ends no block */
+			locked += decode(qemu_plugin_tb_get_insn(tb, i), &call);
+		}
+	}
+	b = block_of(host ? (uint64_t)(uintptr_t)host : vaddr, vaddr, n, locked, call);
 	if (!b)
 		return; /* uncounted: the totals come out low, never wrong-signed */
 	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);

@@ -154,6 +154,7 @@ lint host-rustfmt bash -c 'cd rust/host && cargo fmt --check'
 lint peer-clippy bash -c 'cd rust/peer && cargo clippy -q --all-targets -- -D warnings'
 lint peer-rustfmt bash -c 'cd rust/peer && cargo fmt --check'
 lint shell-syntax bash -c 'for f in scripts/*.sh selftests/rpcrdma_rs/*.sh .ci/run; do bash -n "$f" || exit 1; done'
+lint bench-report /usr/bin/python3 scripts/test_bench_report.py
 mark lints
 scripts/build-module.sh
 log "building the hostile server for the guests (rust/peer)"

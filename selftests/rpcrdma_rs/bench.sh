@@ -8,23 +8,29 @@
 # into tables, plots and a profile summary.
 #
 # Parameters (from the run's params): BENCH_PROTOS ("rdma", "tcp" or both),
-# BENCH_REPS, BENCH_RUNTIME (seconds per fio job), BENCH_SIZE (MiB per file),
+# BENCH_REPS, BENCH_FIRST_REP (the number of the first repetition, default
+# 1: scripts/bench.sh runs one per boot and numbers them across boots),
+# BENCH_RUNTIME (seconds per fio job), BENCH_SIZE (MiB per file),
 # BENCH_FILES (files in the metadata job), BENCH_PERFTEST (1: raw link too),
 # BENCH_SCALING (1: the queue-depth and block-size sweeps, over RDMA),
-# BENCH_PROFILE (1: profiles of this guest, over RDMA), BENCH_INSN_MARK
-# (insn_mark, when QEMU counts this guest's instructions: see below).
+# BENCH_PROFILE (1: perf profiles of this guest, over RDMA, without
+# BENCH_INSN_MARK), BENCH_INSN_MARK (insn_mark, when QEMU counts this
+# guest's instructions: see below).
 #
 # With BENCH_INSN_MARK, QEMU's insn_count plugin (scripts/insn_count.c)
-# counts the instructions this guest executes: every fio job runs between
-# two marks, and insn-marks.txt says which mark ended which job and how
-# many bytes it moved (mountstats, ramp included, as the count is), for
-# the instructions per operation; the profiles are the kernel's
-# instructions by function, from a profile mark, instead of perf samples.
+# counts the instructions this guest executes: every job runs between a
+# mark and a profile mark, and insn-marks.txt says which mark ended which
+# job and how many bytes it moved (mountstats, ramp included, as the count
+# is), for the instructions per operation. The profile mark also gives
+# the kernel's blocks that ran during the job (with their locked
+# instructions and calls), which kallsyms-text.txt names: every job is
+# profiled so, and no job runs again under perf.
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 protos=${BENCH_PROTOS:-rdma}
 reps=${BENCH_REPS:-3}
+first_rep=${BENCH_FIRST_REP:-1}
 runtime=${BENCH_RUNTIME:-10}
 size=${BENCH_SIZE:-64}
 nfiles=${BENCH_FILES:-300}
@@ -48,8 +54,9 @@ SCALING_JOBS="randread-4k-qd4:randread:4k:4:1 randread-4k-qd64:randread:4k:64:1
 	randread-4k-qd16-nj4:randread:4k:16:4 randread-4k-qd64-nj4:randread:4k:64:4
 	seqread-4k:read:4k:1:1 seqread-64k:read:64k:1:1 seqread-256k:read:256k:1:1
 	seqwrite-4k:write:4k:1:1 seqwrite-64k:write:64k:1:1 seqwrite-256k:write:256k:1:1"
-# Run once more under perf (or counted by function) after the measured
-# repetitions, over RDMA. metadata is the metadata job, not a fio job.
+# Run once more under perf after the measured repetitions, over RDMA,
+# when QEMU does not count instructions (which profiles every job).
+# metadata is the metadata job, not a fio job.
 PROFILE_JOBS="seqread-1m randread-4k-qd16 metadata"
 
 # proto_jobs PROTO: the fio jobs measured over PROTO.
@@ -59,10 +66,10 @@ proto_jobs() {
 	[ "$1" = rdma ] && [ "$scaling" = 1 ] && echo $SCALING_JOBS
 	true
 }
-# proto_profiles PROTO: the jobs profiled over PROTO.
+# proto_profiles PROTO: the jobs profiled under perf over PROTO.
 # shellcheck disable=SC2086 # as above
 proto_profiles() {
-	[ "$1" = rdma ] && [ "$profile" = 1 ] && echo $PROFILE_JOBS
+	[ "$1" = rdma ] && [ "$profile" = 1 ] && [ -z "${BENCH_INSN_MARK:-}" ] && echo $PROFILE_JOBS
 	true
 }
 # proto_cases PROTO: the cases after PROTO's mount: each fio job and the
@@ -81,8 +88,6 @@ job_spec() {
 
 insn=${BENCH_INSN_MARK:-}
 nmark=0
-prof_kind=perf
-[ -n "$insn" ] && prof_kind=instructions
 # mark [profile]: a mark for the insn_count plugin (none without it).
 # Every run of insn_mark counts, even one that failed after its mark.
 mark() {
@@ -156,7 +161,6 @@ profile_job() {
 		spec=$(job_spec "$name") || { why="no job $name"; return 1; }
 		IFS=: read -r _ rw bs depth nj <<<"$spec"
 	fi
-	[ -n "$insn" ] && { insn_profile_job; return; }
 	command -v perf >/dev/null || { why="no perf (linux-perf on the host)"; return 1; }
 	# Kernel symbols for perf, and system-wide sampling, without asking.
 	# (The shell's own complaint would land on stderr and fail the test
@@ -202,34 +206,6 @@ profile_job() {
 	mv "$data" "$out/perf-$name.data"
 }
 
-# insn_profile_job (from profile_job): the job once more between a mark
-# and a profile mark, whose kernel blocks the report reads by function.
-insn_profile_job() {
-	local b0 b1
-	echo 0 2>/dev/null >/proc/sys/kernel/kptr_restrict || {
-		why="cannot open kallsyms"
-		return 1
-	}
-	if [ "$name" = metadata ]; then
-		# One operation per create, stat and remove.
-		mark
-		metadata_job "$mnt/meta-profile" >"$out/profile-$name-fio.err" 2>&1
-		rc=$?
-		mark profile
-		marked "$proto-profile-$name" 0 "$((nfiles * 3))" 1
-		[ "$rc" = 0 ] || { why="metadata job failed: $(head -2 "$out/profile-$name-fio.err" | tr '\n' ' ')"; return 1; }
-		return 0
-	fi
-	b0=$(direct_bytes)
-	mark
-	run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/profile-$name-fio.json"
-	rc=$?
-	mark profile
-	b1=$(direct_bytes)
-	marked "$proto-profile-$name" "$b0" "$b1" "$bs"
-	[ "$rc" = 0 ] || { why="fio failed: $(head -2 "$out/profile-$name-fio.err" | tr '\n' ' ')"; return 1; }
-}
-
 for proto in $protos; do
 	mnt=/mnt/bench-$proto
 	ncases=$(proto_cases "$proto")
@@ -245,7 +221,7 @@ for proto in $protos; do
 	fi
 	# Should this fail, the read jobs lay the file out themselves.
 	layout_read_file || tap_diag "$proto: laying out $mnt/fio-read failed: $(head -2 "$out/$proto-layout.err")"
-	for ((rep = 1; rep <= reps; rep++)); do
+	for ((rep = first_rep; rep < first_rep + reps; rep++)); do
 		for job in $(proto_jobs "$proto"); do
 			IFS=: read -r name rw bs depth nj <<<"$job"
 			tag=$proto-$name-$rep
@@ -253,7 +229,7 @@ for proto in $protos; do
 			mark
 			run_fio "$name" "$rw" "$bs" "$depth" "$nj" "$out/$tag.json"
 			status=$?
-			mark
+			mark profile
 			b1=$(direct_bytes); c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
 			echo "$tag client_jiffies=$((c1 - c0)) server_jiffies=$((s1 - s0))" >>"$out/cpu.txt"
 			marked "$tag" "$b0" "$b1" "$bs"
@@ -265,7 +241,7 @@ for proto in $protos; do
 		mark
 		metadata_job "$mnt/meta-$rep"
 		status=$?
-		mark
+		mark profile
 		t1=$(date +%s%N)
 		marked "$tag" 0 "$((nfiles * 3))" 1
 		c1=$(cpu_busy); s1=$(server_cpu_busy "$tag-1")
@@ -277,18 +253,25 @@ for proto in $protos; do
 	for name in $(proto_profiles "$proto"); do
 		why=""
 		if profile_job "$name"; then
-			tap_ok "$proto: profile of $name ($prof_kind, client guest)"
+			tap_ok "$proto: profile of $name (perf, client guest)"
 			profiled=1
 		else
-			tap_not_ok "$proto: profile of $name ($prof_kind, client guest): $why"
+			tap_not_ok "$proto: profile of $name (perf, client guest): $why"
 		fi
 	done
 	# Which module each kernel symbol of the profiles belongs to, while
 	# the NFS modules are still loaded.
 	[ "$profiled" = 1 ] && awk 'NF >= 4' /proc/kallsyms >"$out/kallsyms.txt"
-	# And every text symbol, for the instruction profiles' addresses.
-	[ "$profiled" = 1 ] && [ -n "$insn" ] &&
-		awk '$2 ~ /^[tT]$/' /proc/kallsyms >"$out/kallsyms-text.txt"
+	# And every text symbol, for the addresses of the blocks and calls
+	# the instruction counts name (this boot's: modules load elsewhere
+	# in each; the first protocol's, with the RDMA modules loaded).
+	if [ -n "$insn" ] && [ ! -e "$out/kallsyms-text.txt" ]; then
+		if echo 0 2>/dev/null >/proc/sys/kernel/kptr_restrict; then
+			awk '$2 ~ /^[tT]$/' /proc/kallsyms >"$out/kallsyms-text.txt"
+		else
+			tap_diag "$proto: cannot open kallsyms: no instructions by function"
+		fi
+	fi
 	rm -f "$mnt"/fio-*
 	umount "$mnt"
 done
