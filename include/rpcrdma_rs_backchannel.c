@@ -35,7 +35,8 @@ int rpcrdma_rs_bc_send_reply(struct rpc_rqst *rqst)
 		return -ENOTCONN;
 	if (!rpcrdma_rs_get_cong(xprt, rqst))
 		return -EBADSLT;
-	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, rqst, true);
+	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, xprt, rqst,
+					true);
 	if (rc)
 		rpcrdma_rs_put_cong(xprt, rqst);
 	if (rc == -ENOTCONN) {

@@ -8,6 +8,7 @@
 #include <linux/fs.h>
 #include <linux/inet.h>
 #include <linux/module.h>
+#include <linux/rcupdate.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/seq_file.h>
@@ -182,13 +183,37 @@ void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
 }
 
 /* ib_post_recv() is a static inline; one buffer, one SGE. */
-int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey)
+/*
+ * Posts one Receive on *@qp while *@open, under the RCU read lock: the
+ * QP's shutdown clears *@open and waits for a grace period before it
+ * destroys the QP, so a post either finds it closed or is over by then,
+ * without a lock of its own.  *@posted says the QP holds the buffer: set
+ * before the post, and cleared again if it fails.
+ */
+int rpcrdma_rs_post_recv(struct ib_qp *const *qp, const bool *open,
+			 bool *posted, struct ib_cqe *cqe, u64 addr, u32 len,
+			 u32 lkey)
 {
 	struct ib_sge sge = { .addr = addr, .length = len, .lkey = lkey };
 	struct ib_recv_wr wr = { .wr_cqe = cqe, .sg_list = &sge, .num_sge = 1 };
+	int rc = -ENOTCONN;
 
-	return ib_post_recv(qp, &wr, NULL);
+	rcu_read_lock();
+	/* Acquire: *@qp was set before *@open. */
+	if (smp_load_acquire(open)) {
+		WRITE_ONCE(*posted, true);
+		rc = ib_post_recv(READ_ONCE(*qp), &wr, NULL);
+		if (rc)
+			WRITE_ONCE(*posted, false);
+	}
+	rcu_read_unlock();
+	return rc;
+}
+
+/* After this, no rpcrdma_rs_post_recv() that found its QP open is running. */
+void rpcrdma_rs_synchronize_rcu(void)
+{
+	synchronize_rcu();
 }
 
 /* FRWR: ib_alloc_mr() and ib_dereg_mr() are static inlines or macros. */
@@ -398,17 +423,47 @@ out:
 	return rc;
 }
 
-int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
-			      bool signaled)
+/* Fills a region's LOCAL_INV of @rkey, for rpcrdma_rs_post_local_invs. */
+void rpcrdma_rs_prep_inv_wr(struct ib_send_wr *wr, u32 rkey,
+			    struct ib_cqe *cqe, bool signaled)
 {
-	struct ib_send_wr wr = {
+	*wr = (struct ib_send_wr){
 		.opcode = IB_WR_LOCAL_INV,
 		.wr_cqe = cqe,
 		.ex.invalidate_rkey = rkey,
 		.send_flags = signaled ? IB_SEND_SIGNALED : 0,
 	};
+}
 
-	return ib_post_send(qp, &wr, NULL);
+/*
+ * Posts the LOCAL_INVs @wrs[0..@n] in one chain (C: frwr_unmap_async);
+ * *@taken is how many of them, from the first, the QP may have taken.
+ */
+int rpcrdma_rs_post_local_invs(struct ib_qp *qp, struct ib_send_wr *const *wrs,
+			       u32 n, u32 *taken)
+{
+	const struct ib_send_wr *bad = NULL;
+	u32 i;
+	int rc;
+
+	*taken = 0;
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++)
+		wrs[i]->next = i + 1 < n ? wrs[i + 1] : NULL;
+	rc = ib_post_send(qp, wrs[0], &bad);
+	if (!rc) {
+		*taken = n;
+		return 0;
+	}
+	/* Those before the one named failed were taken; none named: unknown. */
+	*taken = n;
+	for (i = 0; bad && i < n; i++)
+		if (wrs[i] == bad) {
+			*taken = i;
+			break;
+		}
+	return rc;
 }
 
 struct rpcrdma_rs_drain {

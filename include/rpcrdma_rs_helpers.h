@@ -76,8 +76,10 @@ void rpcrdma_rs_dma_sync_for_cpu(struct ib_device *device, u64 addr,
 				 size_t len, bool to_device);
 void rpcrdma_rs_dma_sync_for_device(struct ib_device *device, u64 addr,
 				    size_t len, bool to_device);
-int rpcrdma_rs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, u64 addr,
-			 u32 len, u32 lkey);
+int rpcrdma_rs_post_recv(struct ib_qp *const *qp, const bool *open,
+			 bool *posted, struct ib_cqe *cqe, u64 addr, u32 len,
+			 u32 lkey);
+void rpcrdma_rs_synchronize_rcu(void);
 
 const char *rpcrdma_rs_ib_device_name(const struct ib_device *device);
 u32 rpcrdma_rs_ib_device_index(const struct ib_device *device);
@@ -110,6 +112,7 @@ struct rpcrdma_rs_stats {
 /* FRWR memory registration. */
 struct ib_mr;
 struct ib_reg_wr;
+struct ib_send_wr;
 struct page;
 struct scatterlist;
 
@@ -157,8 +160,10 @@ void rpcrdma_rs_prep_reg_wr(struct ib_reg_wr *wr, struct ib_mr *mr,
 int rpcrdma_rs_post_chain(struct ib_qp *qp, struct ib_reg_wr *const *regs,
 			  u32 nregs, struct ib_cqe *cqe, u64 addr, u32 len,
 			  u32 lkey, bool signaled, u32 *taken);
-int rpcrdma_rs_post_local_inv(struct ib_qp *qp, u32 rkey, struct ib_cqe *cqe,
-			      bool signaled);
+void rpcrdma_rs_prep_inv_wr(struct ib_send_wr *wr, u32 rkey,
+			    struct ib_cqe *cqe, bool signaled);
+int rpcrdma_rs_post_local_invs(struct ib_qp *qp, struct ib_send_wr *const *wrs,
+			       u32 n, u32 *taken);
 struct ib_pd *rpcrdma_rs_qp_pd(const struct ib_qp *qp);
 int rpcrdma_rs_drain_qp(struct ib_qp *qp);
 

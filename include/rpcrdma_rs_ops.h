@@ -3,7 +3,8 @@
  * What the Rust transport implements for the C glue in
  * rpcrdma_rs_sunrpc.c.  @transport is the pointer rpcrdma_rs_op_attach
  * returned.  Not read by bindgen: Rust defines these (sunrpc::class_ops!,
- * calling sunrpc::Adapter).
+ * calling sunrpc::Adapter).  Those given @xprt, the instance @transport
+ * was attached to, are called with its write lock (XPRT_LOCKED) held.
  */
 #ifndef RPCRDMA_RS_OPS_H
 #define RPCRDMA_RS_OPS_H
@@ -22,9 +23,9 @@ struct rpcrdma_rs_stats;
 void *rpcrdma_rs_op_attach(void *class_data, struct rpc_xprt *xprt,
 			   unsigned int *max_payload);
 /* Tears down the connection and releases the state. */
-void rpcrdma_rs_op_detach(void *transport);
+void rpcrdma_rs_op_detach(void *transport, struct rpc_xprt *xprt);
 /* Connects; sleeps.  0 or a negative errno. */
-int rpcrdma_rs_op_connect(void *transport);
+int rpcrdma_rs_op_connect(void *transport, struct rpc_xprt *xprt);
 /* True if the last connection attempt failed (the next one backs off). */
 bool rpcrdma_rs_op_connect_failed(void *transport);
 /*
@@ -33,13 +34,13 @@ bool rpcrdma_rs_op_connect_failed(void *transport);
  */
 bool rpcrdma_rs_op_peer_faulted(void *transport);
 /* Tears down the connection; sleeps. */
-void rpcrdma_rs_op_close(void *transport);
+void rpcrdma_rs_op_close(void *transport, struct rpc_xprt *xprt);
 /*
  * Marshals and posts @rqst (a backchannel reply if @bc_reply); 0,
  * -EAGAIN, -ENOTCONN, or another errno.
  */
-int rpcrdma_rs_op_send_request(void *transport, struct rpc_rqst *rqst,
-			       bool bc_reply);
+int rpcrdma_rs_op_send_request(void *transport, struct rpc_xprt *xprt,
+			       struct rpc_rqst *rqst, bool bc_reply);
 /* An RPC got no reply in time: report the connection lost; sleeps. */
 void rpcrdma_rs_op_timer(void *transport);
 /* Largest backchannel message the connection carries inline. */

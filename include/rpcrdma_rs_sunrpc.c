@@ -101,7 +101,7 @@ static void rpcrdma_rs_connect_worker(struct work_struct *work)
 	 * (sunrpc's own workers do the same).
 	 */
 	nofs = memalloc_nofs_save();
-	rc = rpcrdma_rs_op_connect(r->transport);
+	rc = rpcrdma_rs_op_connect(r->transport, xprt);
 	memalloc_nofs_restore(nofs);
 	xprt_clear_connecting(xprt);
 	if (!rc) {
@@ -133,7 +133,14 @@ static void rpcrdma_rs_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 	struct rpcrdma_rs_xprt *r = rs_xprt(xprt);
 	unsigned long delay = 0;
 
-	WARN_ON_ONCE(!xprt_lock_connect(xprt, task, r));
+	/*
+	 * The worker connects with the write lock the task hands it: the
+	 * transport's connection state is the lock holder's alone.
+	 */
+	if (WARN_ON_ONCE(!xprt_lock_connect(xprt, task, r))) {
+		xprt_clear_connecting(xprt);
+		return;
+	}
 	if (rpcrdma_rs_op_connect_failed(r->transport)) {
 		delay = xprt_reconnect_delay(xprt);
 		xprt_reconnect_backoff(xprt, RPCRDMA_RS_INIT_REEST_TO);
@@ -145,7 +152,7 @@ void rpcrdma_rs_close(struct rpc_xprt *xprt)
 {
 	struct rpcrdma_rs_xprt *r = rs_xprt(xprt);
 
-	rpcrdma_rs_op_close(r->transport);
+	rpcrdma_rs_op_close(r->transport, xprt);
 	/* A connection the server broke keeps the backoff it has earned. */
 	if (!rpcrdma_rs_op_peer_faulted(r->transport))
 		xprt->reestablish_timeout = 0;
@@ -241,7 +248,8 @@ static int rpcrdma_rs_send_request(struct rpc_rqst *rqst)
 	if (rqst->rq_connect_cookie == xprt->connect_cookie)
 		goto drop_connection;
 	rpcrdma_rs_hook_release_snd_buf(rqst);
-	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, rqst, false);
+	rc = rpcrdma_rs_op_send_request(rs_xprt(xprt)->transport, xprt, rqst,
+					false);
 	if (rc)
 		rpcrdma_rs_put_cong(xprt, rqst);
 	if (rc == -ENOTCONN)
@@ -395,7 +403,7 @@ static void rpcrdma_rs_destroy(struct rpc_xprt *xprt)
 	struct rpcrdma_rs_xprt *r = rs_xprt(xprt);
 
 	cancel_delayed_work_sync(&r->connect_worker);
-	rpcrdma_rs_op_detach(r->transport);
+	rpcrdma_rs_op_detach(r->transport, xprt);
 	rpcrdma_rs_bc_destroy(xprt, 0);
 	rpcrdma_rs_free_addresses(xprt);
 	xprt_free(xprt);

@@ -12,6 +12,9 @@
 //!   transport class, made here for the transport's state type.
 //! - [`xprt`]: the transport itself.
 
+// `pin_init!` of the QP's many fields recurses deeper than the default.
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 mod bindings;

@@ -89,6 +89,7 @@ impl Segment {
         }
     }
 
+    #[inline]
     fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
         let seg = Self {
             handle: r.get_u32()?,
@@ -576,6 +577,7 @@ pub struct Header<'a> {
     pub body: Body<'a>,
 }
 
+#[inline]
 fn decode_discriminator(r: &mut XdrReader<'_>) -> Result<bool, DecodeError> {
     match r.get_u32()? {
         0 => Ok(false),
@@ -585,6 +587,7 @@ fn decode_discriminator(r: &mut XdrReader<'_>) -> Result<bool, DecodeError> {
 }
 
 /// Bytes of `buf` between two reader positions.
+#[inline]
 fn span(buf: &[u8], from: usize, to: usize) -> Result<&[u8], DecodeError> {
     buf.get(from..to).ok_or(DecodeError::Truncated)
 }

@@ -73,6 +73,7 @@ impl<'a> XdrReader<'a> {
     }
 
     /// Consumes and returns the next `n` bytes.
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], XdrError> {
         // Not `split_at_checked`: the kernel's minimum Rust is 1.78.
         let head = self.rest.get(..n).ok_or(XdrError::Truncated)?;
@@ -81,6 +82,7 @@ impl<'a> XdrReader<'a> {
     }
 
     /// Consumes the next `N` bytes as an array.
+    #[inline]
     fn take_array<const N: usize>(&mut self) -> Result<&'a [u8; N], XdrError> {
         let (head, tail) = self
             .rest
@@ -91,11 +93,13 @@ impl<'a> XdrReader<'a> {
     }
 
     /// Decodes an unsigned 32-bit integer.
+    #[inline]
     pub fn get_u32(&mut self) -> Result<u32, XdrError> {
         self.take_array::<4>().map(|b| u32::from_be_bytes(*b))
     }
 
     /// Decodes an unsigned hyper (64-bit) integer.
+    #[inline]
     pub fn get_u64(&mut self) -> Result<u64, XdrError> {
         self.take_array::<8>().map(|b| u64::from_be_bytes(*b))
     }
@@ -130,6 +134,7 @@ impl<'a> XdrWriter<'a> {
     }
 
     /// Appends raw bytes.
+    #[inline]
     pub fn put_bytes(&mut self, bytes: &[u8]) -> Result<(), XdrError> {
         let end = self.len.checked_add(bytes.len()).ok_or(XdrError::NoSpace)?;
         let dst = self.buf.get_mut(self.len..end).ok_or(XdrError::NoSpace)?;
@@ -139,11 +144,13 @@ impl<'a> XdrWriter<'a> {
     }
 
     /// Encodes an unsigned 32-bit integer.
+    #[inline]
     pub fn put_u32(&mut self, v: u32) -> Result<(), XdrError> {
         self.put_bytes(&v.to_be_bytes())
     }
 
     /// Encodes an unsigned hyper (64-bit) integer.
+    #[inline]
     pub fn put_u64(&mut self, v: u64) -> Result<(), XdrError> {
         self.put_bytes(&v.to_be_bytes())
     }

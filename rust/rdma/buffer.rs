@@ -17,11 +17,34 @@
 
 use super::qp::{Posting, Qp, RemoteInvalidation, SendWr, Taken};
 use crate::{bindings, errno};
-use core::{any::TypeId, cell::Cell, ptr::NonNull};
-use kernel::{alloc::KVec, error::to_result, prelude::*, sync::Arc, types::Opaque};
+use core::{
+    any::TypeId,
+    cell::Cell,
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{
+    alloc::KVec,
+    error::to_result,
+    prelude::*,
+    sync::Arc,
+    types::{ForeignOwnable, Opaque},
+};
 
-/// What the RDMA core reports about one completed work request.
-#[derive(Clone, Copy, Debug)]
+/// What the RDMA core reports about one completed work request, lent to
+/// its handler for the callback only.
+///
+/// # Invariants
+///
+/// Made only by this module's completion callbacks, for the QP `qp`
+/// whose CQ they run for, and only lent (`&Completion`) to the handlers
+/// they call: not `Clone`, so nothing of it outlives the callback, during
+/// which the QP is alive: the identifier it was made on holds it (an
+/// `Arc`, whatever the handler drops meanwhile) until its shutdown has
+/// returned, and the shutdown frees the CQs, which waits for the callback.
+/// [`Completion::info`] is a copy of what it says.
+#[derive(Debug)]
 pub(crate) struct Completion {
     /// `IB_WC_SUCCESS` (0) or why the request failed or was flushed.
     pub(crate) status: u32,
@@ -29,9 +52,56 @@ pub(crate) struct Completion {
     pub(crate) byte_len: u32,
     /// The R_key the peer invalidated with Send With Invalidate, if it did.
     pub(crate) invalidated_rkey: Option<u32>,
+    qp: NonNull<Qp>,
+}
+
+/// What a [`Completion`] says, to be kept (by the test hooks' probe).
+#[cfg(rpcrdma_rs_test_hooks)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompletionInfo {
+    pub(crate) status: u32,
+    pub(crate) byte_len: u32,
+    pub(crate) invalidated_rkey: Option<u32>,
+}
+
+#[cfg(rpcrdma_rs_test_hooks)]
+impl CompletionInfo {
+    /// True when the work request completed successfully.
+    pub(crate) fn is_success(&self) -> bool {
+        self.status == bindings::ib_wc_status_IB_WC_SUCCESS
+    }
 }
 
 impl Completion {
+    /// A completion for the callback of a work request on `qp`, to be lent
+    /// to its handler only (type invariant).
+    pub(super) fn new(qp: &Qp, status: u32, byte_len: u32, invalidated_rkey: Option<u32>) -> Self {
+        Self {
+            status,
+            byte_len,
+            invalidated_rkey,
+            qp: NonNull::from(qp),
+        }
+    }
+
+    /// What it says, as a copy to keep.
+    #[cfg(rpcrdma_rs_test_hooks)]
+    pub(crate) fn info(&self) -> CompletionInfo {
+        CompletionInfo {
+            status: self.status,
+            byte_len: self.byte_len,
+            invalidated_rkey: self.invalidated_rkey,
+        }
+    }
+
+    /// The QP the completion is of, alive while the completion is lent.
+    pub(super) fn qp(&self) -> &Qp {
+        // SAFETY: The callback that made this completion runs for this QP,
+        // which is alive until the callback returns, and the completion is
+        // only lent for the callback (type invariant).
+        unsafe { self.qp.as_ref() }
+    }
+
     /// True when the work request completed successfully.
     pub(crate) fn is_success(&self) -> bool {
         self.status == bindings::ib_wc_status_IB_WC_SUCCESS
@@ -87,7 +157,10 @@ pub(crate) trait CompletionHandler: Send + Sync + 'static + Sized {
 /// on while one of its lists owns it, or, once out of the lists, by whoever
 /// took it out (the `SendDone` and then the [`SentBatch`] that carry a
 /// batch, or the QP's shutdown). `free` drops the
-/// buffer this header begins.
+/// buffer this header begins. For a Receive buffer, `reg_index` is its
+/// index in its QP's registry (`usize::MAX` when not in it), read and
+/// written under that registry's lock; `posted` is set while the QP holds
+/// it (by the post, cleared by the completion or a failed post).
 #[repr(C)]
 pub(super) struct BufHeader {
     cqe: Opaque<bindings::ib_cqe>,
@@ -97,10 +170,64 @@ pub(super) struct BufHeader {
     unsignaled: Cell<bool>,
     /// Posted as a Send: its send-queue sequence number.
     sq_seq: Cell<u64>,
+    /// A Receive the QP holds.
+    posted: AtomicBool,
+    /// A Receive's index in its QP's registry.
+    reg_index: Cell<usize>,
     free: unsafe fn(NonNull<BufHeader>),
 }
 
 impl BufHeader {
+    /// Whether the QP holds the Receive buffer `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live.
+    pub(super) unsafe fn posted(h: NonNull<Self>) -> bool {
+        // SAFETY: Live by the function's contract.
+        unsafe { (*h.as_ptr()).posted.load(Ordering::Acquire) }
+    }
+
+    /// The flag [`BufHeader::posted`] reads, for the post (C glue) to set.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live.
+    pub(super) unsafe fn posted_flag(h: NonNull<Self>) -> *mut bool {
+        // SAFETY: Live by the function's contract.
+        unsafe { (*h.as_ptr()).posted.as_ptr() }
+    }
+
+    /// The Receive buffer `h` is no longer the QP's: its completion came.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live.
+    pub(super) unsafe fn clear_posted(h: NonNull<Self>) {
+        // SAFETY: Live by the function's contract.
+        unsafe { (*h.as_ptr()).posted.store(false, Ordering::Release) }
+    }
+
+    /// The registry index of the Receive buffer `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live; its QP's registry lock is held.
+    pub(super) unsafe fn reg_index(h: NonNull<Self>) -> usize {
+        // SAFETY: Live by the function's contract; under the lock.
+        unsafe { (*h.as_ptr()).reg_index.get() }
+    }
+
+    /// Sets the registry index of the Receive buffer `h`.
+    ///
+    /// # Safety
+    ///
+    /// `h` is live; its QP's registry lock is held.
+    pub(super) unsafe fn set_reg_index(h: NonNull<Self>, index: usize) {
+        // SAFETY: Live by the function's contract; under the lock.
+        unsafe { (*h.as_ptr()).reg_index.set(index) }
+    }
+
     /// The list neighbours of `h`.
     ///
     /// # Safety
@@ -214,8 +341,10 @@ impl BufHeader {
 /// maps them for the device of `qp` (towards it when `to_device`), and is
 /// unmapped only by `drop`. `filled <= len`. A `Buf` is always in a
 /// `Pin<KBox<_>>`, owned either by a [`SendBuf`], [`RecvBuf`],
-/// [`Received`] or [`SentBatch`] (then not posted), or by one of the lists
-/// of `qp` (then posted).
+/// [`Received`] or [`SentBatch`] (then not posted), or by `qp` (then
+/// posted): a Send by one of its lists, a Receive by the QP itself, its
+/// header's `posted` set. A Receive buffer is in `qp`'s registry from its
+/// making until it is freed.
 #[repr(C)]
 struct Buf<H: CompletionHandler> {
     header: BufHeader,
@@ -227,7 +356,7 @@ struct Buf<H: CompletionHandler> {
     /// Sends: the bytes filled in and handed to the device.
     filled: usize,
     qp: Arc<Qp>,
-    handler: Arc<H>,
+    _handler: PhantomData<H>,
 }
 
 // SAFETY: The raw pointers are an owned allocation and list links that are
@@ -239,8 +368,12 @@ type Owned<H> = Pin<KBox<Buf<H>>>;
 
 impl<H: CompletionHandler> Buf<H> {
     /// Allocates `len` bytes and maps them for the device of `qp`: for
-    /// Sends when `to_device`, else for Receives.
-    fn new(qp: &Arc<Qp>, len: usize, to_device: bool, handler: Arc<H>) -> Result<Owned<H>> {
+    /// Sends when `to_device`, else for Receives. `EINVAL` unless `H` is
+    /// the handler of the QP's identifier, which its completions go to.
+    fn new(qp: &Arc<Qp>, len: usize, to_device: bool) -> Result<Owned<H>> {
+        if !qp.handled_by::<H>() {
+            return Err(EINVAL);
+        }
         let (data, len, capacity) = KVec::from_elem(0u8, len, GFP_KERNEL)?.into_raw_parts();
         // A `KVec` pointer is never NULL, even when empty.
         let data = NonNull::new(data).ok_or(ENOMEM)?;
@@ -264,7 +397,7 @@ impl<H: CompletionHandler> Buf<H> {
         // INVARIANT: the header's callbacks are `H`'s; `addr` maps `data`;
         // nothing is filled. On an allocation failure the value is dropped,
         // which unmaps and frees.
-        Ok(KBox::pin(
+        let buf = KBox::pin(
             Self {
                 header: BufHeader {
                     cqe: Opaque::new(bindings::ib_cqe {
@@ -274,6 +407,8 @@ impl<H: CompletionHandler> Buf<H> {
                     next: Cell::new(core::ptr::null_mut()),
                     unsignaled: Cell::new(false),
                     sq_seq: Cell::new(0),
+                    posted: AtomicBool::new(false),
+                    reg_index: Cell::new(usize::MAX),
                     free: free_buf::<H>,
                 },
                 data,
@@ -283,36 +418,51 @@ impl<H: CompletionHandler> Buf<H> {
                 to_device,
                 filled: 0,
                 qp: qp.clone(),
-                handler,
+                _handler: PhantomData,
             },
             GFP_KERNEL,
-        )?)
+        )?;
+        if !to_device {
+            let h = NonNull::from(&buf.header);
+            // SAFETY: A Receive buffer made for `qp`, pinned in its box, not
+            // registered; its drop unregisters it.
+            unsafe { qp.register_recv(h) }?;
+        }
+        Ok(buf)
     }
 
-    /// Posts `buf` as a Receive of all of it on its QP. On error the
+    /// Posts `buf` as a Receive of all of it on its QP, `qp`. On error the
     /// buffer comes back, not posted.
-    fn post_recv(buf: Owned<H>) -> Result<(), (Option<Owned<H>>, Error)> {
+    fn post_recv(buf: Owned<H>, qp: &Qp) -> Result<(), (Option<Owned<H>>, Error)> {
         let Ok(len) = u32::try_from(buf.len) else {
             return Err((Some(buf), EINVAL));
         };
-        let (addr, lkey) = (buf.addr, buf.qp.local_dma_lkey());
-        let post = |post: &mut Posting, h: NonNull<BufHeader>, cqe| {
-            // SAFETY: `h` is a live `Buf<H>` in its pinned place, given to
-            // the list (`hand_over`).
-            unsafe { post.link_recv(h) };
-            // SAFETY: The buffer is owned by the in-flight list until its
-            // completion hands it back, or until the QP is destroyed.
-            let result = unsafe { post.post_recv(cqe, addr, len, lkey) };
-            if result.is_err() {
-                // SAFETY: Linked above, and not posted.
-                unsafe { post.unlink(h) };
-            }
-            (result.is_ok(), result)
+        if !core::ptr::eq(qp, &*buf.qp) {
+            return Err((Some(buf), EINVAL));
+        }
+        let (addr, lkey) = (buf.addr, qp.local_dma_lkey());
+        // SAFETY: Nothing moves out of the allocation: it is the QP's while
+        // posted, and comes back as the same pinned box.
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
+        // CAST: the header is the first field of the `#[repr(C)]` `Buf`.
+        let header = raw.cast::<BufHeader>();
+        let Some(h) = NonNull::new(header) else {
+            return Err((None, EINVAL));
         };
-        // SAFETY: `post` says the QP holds the buffer exactly when it is
-        // posted, and leaves it in no list and not posted otherwise, with
-        // the error.
-        unsafe { Self::hand_over(buf, post) }
+        // SAFETY: Only the header's `cqe` field is borrowed.
+        let cqe = unsafe { (*header).cqe.get() };
+        // SAFETY: A Receive buffer of `qp`, registered when it was made,
+        // given up to the QP: its completion hands it back, or the QP's
+        // shutdown frees it. `qp` is borrowed for the call.
+        match unsafe { qp.post_recv(h, cqe, addr, len, lkey) } {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // SAFETY: Not posted (the post failed, or the QP is closed):
+                // ours again, the same pinned box.
+                let buf = unsafe { Pin::new_unchecked(KBox::from_raw(raw)) };
+                Err((Some(buf), e))
+            }
+        }
     }
 
     /// Posts `buf` as a Send of its filled bytes, `signaled` or not, on its
@@ -328,6 +478,7 @@ impl<H: CompletionHandler> Buf<H> {
     /// ([`Taken::send`]) whenever it may have.
     unsafe fn post_send(
         buf: Owned<H>,
+        qp: &Qp,
         signaled: bool,
         send: impl FnOnce(&mut Posting, SendWr) -> Taken,
     ) -> Result<(), (Option<Owned<H>>, Error)> {
@@ -367,13 +518,16 @@ impl<H: CompletionHandler> Buf<H> {
         };
         // SAFETY: `post` leaves the buffer in a list if the QP may hold it;
         // otherwise unlinked, not posted, and with an error.
-        unsafe { Self::hand_over(buf, post) }
+        unsafe { Self::hand_over(buf, qp, post) }
     }
 
-    /// Gives `buf` to its QP's lists through `post`, which runs under the
-    /// posting lock with the buffer's header and `cqe`, links and posts
-    /// it, and says whether the QP may hold it, and what the post said. On
-    /// error the buffer comes back unless the QP may hold it.
+    /// Gives `buf` to the lists of its QP, `qp` (`EINVAL` for another),
+    /// through `post`, which runs under the posting lock with the buffer's
+    /// header and `cqe`, links and posts it, and says whether the QP may
+    /// hold it, and what the post said. On error the buffer comes back
+    /// unless the QP may hold it. The caller's borrow keeps the QP for the
+    /// call: once the lock is let go a completion may free the buffer, and
+    /// with it the buffer's own reference to the QP.
     ///
     /// # Safety
     ///
@@ -381,9 +535,12 @@ impl<H: CompletionHandler> Buf<H> {
     /// may hold it; otherwise in none, not posted, and with an error.
     unsafe fn hand_over(
         buf: Owned<H>,
+        qp: &Qp,
         post: impl FnOnce(&mut Posting, NonNull<BufHeader>, *mut bindings::ib_cqe) -> (bool, Result),
     ) -> Result<(), (Option<Owned<H>>, Error)> {
-        let qp = buf.qp.clone();
+        if !core::ptr::eq(qp, &*buf.qp) {
+            return Err((Some(buf), EINVAL));
+        }
         // SAFETY: Nothing moves out of the allocation: its ownership passes
         // to the QP's list, and comes back as the same pinned box.
         let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(buf) });
@@ -414,9 +571,15 @@ impl<H: CompletionHandler> Buf<H> {
 
 impl<H: CompletionHandler> Drop for Buf<H> {
     fn drop(&mut self) {
+        if !self.to_device {
+            // SAFETY: A Receive buffer made for `qp`, live until this
+            // returns; a no-op if the QP's shutdown took it out already.
+            unsafe { self.qp.unregister_recv(NonNull::from(&self.header)) };
+        }
         // SAFETY: Mapped by `new` for a device `qp` holds registered (type
-        // invariant), and not posted: a posted buffer is owned by its QP's
-        // list, which drops it only after its completion or the QP's end.
+        // invariant), and not posted: a posted buffer is owned by its QP
+        // (its lists, or its registry's posted Receives), which drops it
+        // only after its completion or the QP's end.
         unsafe {
             bindings::rpcrdma_rs_dma_unmap(
                 self.qp.device().as_raw(),
@@ -435,10 +598,11 @@ impl<H: CompletionHandler> Drop for Buf<H> {
 pub(crate) struct SendBuf<H: CompletionHandler>(Owned<H>);
 
 impl<H: CompletionHandler> SendBuf<H> {
-    /// Allocates a `len`-byte Send buffer mapped for the device of `qp`;
-    /// `handler` is told of its completions.
-    pub(crate) fn new(qp: &Arc<Qp>, len: usize, handler: Arc<H>) -> Result<Self> {
-        Buf::new(qp, len, true, handler).map(Self)
+    /// Allocates a `len`-byte Send buffer mapped for the device of `qp`,
+    /// whose identifier's handler (of type `H`) is told of its
+    /// completions.
+    pub(crate) fn new(qp: &Arc<Qp>, len: usize) -> Result<Self> {
+        Buf::new(qp, len, true).map(Self)
     }
 
     /// Lets `write` fill the buffer in place, then hands the bytes it
@@ -481,7 +645,7 @@ impl<H: CompletionHandler> SendBuf<H> {
     /// buffer of the QP had another handler type (`EINVAL`). A device may
     /// report an error for a Send it took: then the error comes without
     /// the buffer, which is the QP's.
-    pub(crate) fn post(self, signaled: bool) -> Result<(), (Option<Self>, Error)> {
+    pub(crate) fn post(self, qp: &Qp, signaled: bool) -> Result<(), (Option<Self>, Error)> {
         let send = |post: &mut Posting, wr: SendWr| {
             // SAFETY: The Send's buffer is in the QP's lists (`post_send`),
             // which own it until its completion hands it back or the QP is
@@ -490,7 +654,7 @@ impl<H: CompletionHandler> SendBuf<H> {
         };
         // SAFETY: `send` posts the Send it is given once, and says what the
         // QP took.
-        unsafe { self.post_with(signaled, send) }
+        unsafe { self.post_with(qp, signaled, send) }
     }
 
     /// [`SendBuf::post`], the Send posted by `send` (see
@@ -501,11 +665,12 @@ impl<H: CompletionHandler> SendBuf<H> {
     /// As for `Buf::post_send`.
     pub(super) unsafe fn post_with(
         self,
+        qp: &Qp,
         signaled: bool,
         send: impl FnOnce(&mut Posting, SendWr) -> Taken,
     ) -> Result<(), (Option<Self>, Error)> {
         // SAFETY: By the function's contract.
-        unsafe { Buf::post_send(self.0, signaled, send) }.map_err(|(buf, e)| (buf.map(Self), e))
+        unsafe { Buf::post_send(self.0, qp, signaled, send) }.map_err(|(buf, e)| (buf.map(Self), e))
     }
 
     /// The identity of the buffer's QP ([`Qp::uid`]).
@@ -518,18 +683,19 @@ impl<H: CompletionHandler> SendBuf<H> {
 pub(crate) struct RecvBuf<H: CompletionHandler>(Owned<H>);
 
 impl<H: CompletionHandler> RecvBuf<H> {
-    /// Allocates a `len`-byte Receive buffer mapped for the device of `qp`;
-    /// `handler` is told of its completions.
-    pub(crate) fn new(qp: &Arc<Qp>, len: usize, handler: Arc<H>) -> Result<Self> {
-        Buf::new(qp, len, false, handler).map(Self)
+    /// Allocates a `len`-byte Receive buffer mapped for the device of
+    /// `qp`, whose identifier's handler (of type `H`) is told of its
+    /// completions.
+    pub(crate) fn new(qp: &Arc<Qp>, len: usize) -> Result<Self> {
+        Buf::new(qp, len, false).map(Self)
     }
 
     /// Posts the buffer as one Receive on its QP. It comes back to the
     /// handler's [`CompletionHandler::received`], or here with the error if
     /// it could not be posted (always: the `Option` is `SendBuf::post`'s
     /// shape, and a Receive is never taken with an error).
-    pub(crate) fn post(self) -> Result<(), (Option<Self>, Error)> {
-        Buf::post_recv(self.0).map_err(|(buf, e)| (buf.map(Self), e))
+    pub(crate) fn post(self, qp: &Qp) -> Result<(), (Option<Self>, Error)> {
+        Buf::post_recv(self.0, qp).map_err(|(buf, e)| (buf.map(Self), e))
     }
 }
 
@@ -611,11 +777,13 @@ impl<H: CompletionHandler> Received<H> {
         self.remote
     }
 
-    /// Posts the buffer again as a Receive, giving up what arrived. On
-    /// error it comes back unchanged (as for [`RecvBuf::post`]).
-    pub(crate) fn repost(self) -> Result<(), (Option<Self>, Error)> {
+    /// Posts the buffer again as a Receive, giving up what arrived, from
+    /// the handler of a completion on its QP (`done`: a Receive's, or any
+    /// other work request's on the same QP). On error it comes back
+    /// unchanged (as for [`RecvBuf::post`]).
+    pub(crate) fn repost(self, done: &Completion) -> Result<(), (Option<Self>, Error)> {
         let (len, remote) = (self.len, self.remote);
-        Buf::post_recv(self.buf).map_err(|(buf, e)| {
+        Buf::post_recv(self.buf, done.qp()).map_err(|(buf, e)| {
             // INVARIANT: not posted; the bytes are as they were.
             (buf.map(|buf| Self { buf, len, remote }), e)
         })
@@ -638,8 +806,8 @@ unsafe fn free_buf<H: CompletionHandler>(h: NonNull<BufHeader>) {
 ///
 /// # Safety
 ///
-/// `wc->wr_cqe` is the `cqe` of a `Buf<H>` that was posted and is in one
-/// of its QP's lists.
+/// `wc->wr_cqe` is the `cqe` of a `Buf<H>` that was posted: a Send in one
+/// of its QP's lists, or a Receive the QP holds.
 unsafe extern "C" fn done_callback<H: CompletionHandler>(
     _cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
@@ -666,8 +834,9 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
             // contract).
             Some(unsafe { qp.send_done(h, status_ok) })
         } else {
-            // SAFETY: In one of its QP's lists (the function's contract).
-            unsafe { qp.unlink(h) };
+            // SAFETY: A posted Receive (the function's contract): its
+            // completion hands it back, and the QP holds it no more.
+            unsafe { BufHeader::clear_posted(h) };
             None
         }
     };
@@ -679,12 +848,13 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
     // SAFETY: Both members of the union are 32-bit integers; the value is
     // the R_key when IB_WC_WITH_INVALIDATE is set, and unused otherwise.
     let rkey = unsafe { wc.ex.invalidate_rkey };
-    let completion = Completion {
-        status: wc.status,
-        byte_len: wc.byte_len,
-        invalidated_rkey: invalidated.then_some(rkey),
-    };
-    let handler = buf.handler.clone();
+    // Of this callback's QP, lent to the handler only.
+    let completion = Completion::new(&buf.qp, wc.status, wc.byte_len, invalidated.then_some(rkey));
+    // SAFETY: The QP's handler is an `Arc<H>` turned foreign (`Buf::new`
+    // checked its type), which the identifier the QP was made on keeps
+    // until the QP is shut down; a completion callback runs only before
+    // that shutdown has freed the CQs, so the borrow lives for the call.
+    let handler = unsafe { <Arc<H> as ForeignOwnable>::borrow(buf.qp.handler()) };
     if let Some(done) = done {
         if !(done.signaled && status_ok) {
             // Failed or flushed (or, from a device that reports them, an

@@ -322,8 +322,17 @@ impl<H: CmHandler> CmId<H> {
         }
         let device = self.device().ok_or(EINVAL)?;
         // SAFETY: `raw` is live and has no QP (checked above); `drop` shuts
-        // the QP down before destroying `raw`.
-        let qp = unsafe { Qp::create(self.raw, device, caps) }?;
+        // the QP down before destroying `raw`, and before letting go of
+        // `context`, the handler `Arc<H>` turned foreign (type invariant).
+        let qp = unsafe {
+            Qp::create(
+                self.raw,
+                device,
+                caps,
+                self.context,
+                core::any::TypeId::of::<H>(),
+            )
+        }?;
         // INVARIANT: the QP created on `raw`.
         self.qp = Some(qp);
         Ok(())

@@ -31,11 +31,15 @@ pub(crate) mod mr;
 pub(crate) mod piece;
 pub(crate) mod qp;
 
+#[cfg(rpcrdma_rs_test_hooks)]
+pub(crate) use buffer::CompletionInfo;
 pub(crate) use buffer::{Completion, CompletionHandler, Received, RecvBuf, SendBuf, SentBatch};
 pub(crate) use client::{Client, Registration};
 pub(crate) use cm::{CmEvent, CmEventKind, CmHandler, CmId, ConnParam, NetNs, SockAddr};
 pub(crate) use device::Device;
-pub(crate) use mr::{FrwrAttrs, Mapped, Mr, MrHandler, RegChain, MAX_CHAIN};
+pub(crate) use mr::{
+    post_local_invs, FrwrAttrs, Mapped, Mr, MrHandler, MrKey, RegChain, MAX_CHAIN, MAX_INV_CHAIN,
+};
 pub(crate) use piece::{Piece, Pieces};
 pub(crate) use qp::{QpCaps, RemoteInvalidation};
 

@@ -9,8 +9,11 @@
 //! was ever posted shuts its QP down first.
 //!
 //! A mapping is a typestate: [`Mr::map`] returns a [`Mapped`] token, which
-//! [`Mr::prepare_reg`] and [`Mr::post_local_inv`] borrow and [`Mr::unmap`]
-//! consumes. The region keeps track of what the device may still do with
+//! [`Mr::prepare_reg`] borrows and [`Mr::unmap`]
+//! consumes ([`post_local_invs`] borrows it too). Whatever changes a region's mapping takes its [`MrKey`], the
+//! one right to do so, which [`Mr::new`] hands out with the region: its
+//! owner keeps the keys where it keeps what the regions are used for
+//! (under one lock of its own), and the region itself takes no lock. The region keeps track of what the device may still do with
 //! the mapping, and [`Mr::unmap`] hands the token back while the peer may
 //! still reach the memory.
 //!
@@ -50,16 +53,11 @@ use super::{
 };
 use crate::{bindings, errno, proto::header::Segment};
 use core::{
+    cell::UnsafeCell,
     ptr::NonNull,
     sync::atomic::{AtomicU64, Ordering},
 };
-use kernel::{
-    error::to_result,
-    new_spinlock,
-    prelude::*,
-    sync::{Arc, SpinLock},
-    types::Opaque,
-};
+use kernel::{error::to_result, prelude::*, sync::Arc, types::Opaque};
 
 /// What a device offers for FRWR.
 #[derive(Clone, Copy, Debug)]
@@ -218,14 +216,19 @@ struct Mapping {
     remote: bool,
 }
 
+/// The right to change one region's mapping ([`Mr::map`], [`Mr::unmap`]
+/// and the work requests between), made once, with the region, by
+/// [`Mr::new`]. Not `Clone`: whoever holds it `&mut` is the only one at
+/// the region's state.
+pub(crate) struct MrKey {
+    mr: u64,
+}
+
 struct MrState {
     mapping: Option<Mapping>,
     next_gen: u64,
     /// A work request was posted for the region, ever.
     posted: bool,
-    /// The sequence number of the signaled LOCAL_INV whose completion has
-    /// not come yet.
-    inv_signaled: Option<u64>,
     /// The pad buffer the current mapping maps ([`Mr::map_pad`]), kept
     /// until it is undone (or, should it never be, until `drop` has
     /// deregistered the region and undone it).
@@ -247,7 +250,12 @@ impl MrState {
 ///
 /// `raw` was allocated by `ib_alloc_mr` on the PD of `qp`, with a
 /// `depth`-entry scatterlist `sg`; both are released only by `drop`, after
-/// `qp` is destroyed if anything was ever posted for the region. While
+/// `qp` is destroyed if anything was ever posted for the region. `state`
+/// is read and written only through the region's one [`MrKey`] (whose
+/// `mr` is `uid`), borrowed `&mut`, and by `drop`. `inv_signaled` is 0 or
+/// the send-queue sequence number of the signaled LOCAL_INV whose
+/// completion has not been handled; it is set under the QP's posting
+/// lock before that request is posted. While
 /// `state.mapping` is set, `sg` holds its `nents` entries, DMA-mapped for
 /// the device of `qp` in its direction. `reg_cqe` and `inv_cqe` call
 /// [`reg_done::<H>`] and [`inv_done::<H>`]. `uid` is no other region's.
@@ -266,6 +274,10 @@ pub(crate) struct Mr<H: MrHandler> {
     /// The region's REG_MR work request, filled by `prepare_reg`.
     #[pin]
     reg_wr: Opaque<bindings::ib_reg_wr>,
+    /// The region's LOCAL_INV work request, filled and posted by
+    /// [`post_local_invs`], with the region's key.
+    #[pin]
+    inv_wr: Opaque<bindings::ib_send_wr>,
     reg: AtomicU64,
     raw: NonNull<bindings::ib_mr>,
     sg: NonNull<bindings::scatterlist>,
@@ -274,14 +286,16 @@ pub(crate) struct Mr<H: MrHandler> {
     uid: u64,
     qp: Arc<Qp>,
     handler: Arc<H>,
-    #[pin]
-    state: SpinLock<MrState>,
+    inv_signaled: AtomicU64,
+    state: UnsafeCell<MrState>,
 }
 
 // SAFETY: The raw pointers are verbs objects usable from any thread; the
-// region's state is behind its lock, `reg` is atomic, and `reg_wr` is
-// written only by `prepare_reg` under that lock and by the chained post
-// of the region's one `PendingReg` (type invariant), never at once.
+// region's state is reached only through its one key, held `&mut` (type
+// invariant), `reg` and `inv_signaled` are atomic, `reg_wr` is written
+// only by `prepare_reg`, with the key, and by the chained post of the
+// region's one `PendingReg` (type invariant), never at once, and `inv_wr`
+// only by `post_local_invs`, with the key.
 unsafe impl<H: MrHandler> Send for Mr<H> {}
 // SAFETY: As above.
 unsafe impl<H: MrHandler> Sync for Mr<H> {}
@@ -289,12 +303,13 @@ unsafe impl<H: MrHandler> Sync for Mr<H> {}
 impl<H: MrHandler> Mr<H> {
     /// Allocates a region of `depth` pages on the PD of `qp`; `index` is
     /// the owner's name for it, `handler` is told of its completions.
+    /// Returns it with its key.
     pub(crate) fn new(
         qp: &Arc<Qp>,
         depth: u32,
         index: u32,
         handler: Arc<H>,
-    ) -> Result<Pin<KBox<Self>>> {
+    ) -> Result<(Pin<KBox<Self>>, MrKey)> {
         // SAFETY: No precondition.
         let sg = NonNull::new(unsafe { bindings::rpcrdma_rs_alloc_sg(depth) }).ok_or(ENOMEM)?;
         // SAFETY: The PD is live while `qp` is.
@@ -319,6 +334,7 @@ impl<H: MrHandler> Mr<H> {
                     unsafe { slot.write(bindings::ib_cqe { done: Some(inv_done::<H>) }) };
                 }),
                 reg_wr: Opaque::uninit(),
+                inv_wr: Opaque::uninit(),
                 reg: AtomicU64::new(Reg::NO),
                 raw,
                 sg,
@@ -327,24 +343,43 @@ impl<H: MrHandler> Mr<H> {
                 uid: super::next_uid(),
                 qp: qp.clone(),
                 handler,
-                state <- new_spinlock!(MrState {
+                inv_signaled: AtomicU64::new(0),
+                state: UnsafeCell::new(MrState {
                     mapping: None,
                     next_gen: 0,
                     posted: false,
-                    inv_signaled: None,
                     pad: None,
                 }),
             }),
             GFP_KERNEL,
         );
-        if mr.is_err() {
-            // SAFETY: Allocated above, never posted, owned by no region.
-            unsafe {
-                bindings::rpcrdma_rs_dereg_mr(raw.as_ptr());
-                bindings::rpcrdma_rs_free_sg(sg.as_ptr());
+        match mr {
+            // INVARIANT: the region's one key.
+            Ok(mr) => {
+                let key = MrKey { mr: mr.uid };
+                Ok((mr, key))
+            }
+            Err(e) => {
+                // SAFETY: Allocated above, never posted, owned by no region.
+                unsafe {
+                    bindings::rpcrdma_rs_dereg_mr(raw.as_ptr());
+                    bindings::rpcrdma_rs_free_sg(sg.as_ptr());
+                }
+                Err(e)
             }
         }
-        mr
+    }
+
+    /// The region's state, for the holder of its key; `EINVAL` for
+    /// another region's key.
+    fn state<'a>(&'a self, key: &'a mut MrKey) -> Result<&'a mut MrState> {
+        if key.mr != self.uid {
+            return Err(EINVAL);
+        }
+        // SAFETY: `key` is this region's one key (type invariant), borrowed
+        // mutably for as long as the result: nothing else reaches `state`
+        // meanwhile (`drop` has the region to itself).
+        Ok(unsafe { &mut *self.state.get() })
     }
 
     /// The owner's index of this region.
@@ -360,8 +395,15 @@ impl<H: MrHandler> Mr<H> {
     /// DMA-maps `pieces` and maps them into the region for RPC `xid`, with
     /// a new key; returns the mapping, whose segment is to be advertised.
     /// `EBUSY` while the region is mapped.
-    pub(crate) fn map(&self, pieces: &[Piece], writing: bool, xid: u32) -> Result<Mapped> {
-        self.map_locked(&mut self.state.lock(), pieces, writing, xid)
+    pub(crate) fn map(
+        &self,
+        key: &mut MrKey,
+        pieces: &[Piece],
+        writing: bool,
+        xid: u32,
+    ) -> Result<Mapped> {
+        let state = self.state(key)?;
+        self.map_state(state, pieces, writing, xid)
     }
 
     /// Maps a scratch buffer of its own (a [`PadBuffer`]) into the region,
@@ -369,9 +411,9 @@ impl<H: MrHandler> Mr<H> {
     /// `frwr_wp_create`); returns the mapping, whose segment is to be
     /// advertised. The region frees the buffer when the mapping is undone.
     /// Sleeps. `EBUSY` while the region is mapped.
-    pub(crate) fn map_pad(&self) -> Result<Mapped> {
+    pub(crate) fn map_pad(&self, key: &mut MrKey) -> Result<Mapped> {
         let pad = PadBuffer::new()?;
-        let mut state = self.state.lock();
+        let state = self.state(key)?;
         // The buffer goes into the region's state with the mapping (below),
         // which `unmap` empties only once the mapping is undone; otherwise
         // `drop` frees it only after deregistering the region and undoing
@@ -379,13 +421,13 @@ impl<H: MrHandler> Mr<H> {
         // SAFETY: So the buffer stays until every mapping of it is undone.
         let piece = unsafe { pad.piece() }?;
         // C registers the pad with a zero XID.
-        let m = self.map_locked(&mut state, core::slice::from_ref(&piece), true, 0)?;
+        let m = self.map_state(state, core::slice::from_ref(&piece), true, 0)?;
         state.pad = Some(pad);
         Ok(m)
     }
 
-    /// [`Mr::map`], under the region's lock (`state`).
-    fn map_locked(
+    /// [`Mr::map`], with the region's `state`.
+    fn map_state(
         &self,
         state: &mut MrState,
         pieces: &[Piece],
@@ -442,16 +484,16 @@ impl<H: MrHandler> Mr<H> {
         })
     }
 
-    /// Where the current mapping's REG_MR is; read under the region's
-    /// lock, or by the region's pending post.
+    /// Where the current mapping's REG_MR is; read with the region's key,
+    /// or by the region's pending post.
     fn reg(&self) -> Reg {
         Reg::from_word(self.reg.load(Ordering::Acquire))
     }
 
     /// [`Mr::reg`], after any chained post under way has let the QP's
     /// posting lock go: it marks what it posted before it does, so
-    /// `Pending` then means not posted yet. Takes that lock, so the
-    /// region's may be held, not the QP's.
+    /// `Pending` then means not posted yet. Takes that lock, which must not
+    /// be held.
     fn reg_settled(&self) -> Reg {
         match self.reg() {
             Reg::Pending => {
@@ -468,8 +510,8 @@ impl<H: MrHandler> Mr<H> {
     /// LOCAL_INV of it (`EBUSY`): a key registered after its invalidation
     /// would stay reachable while `unmap` took the LOCAL_INV as proof that
     /// it is not. `EINVAL` if `m` is not the region's current mapping.
-    pub(crate) fn prepare_reg(&self, m: &Mapped) -> Result<PendingReg> {
-        let mut state = self.state.lock();
+    pub(crate) fn prepare_reg(&self, key: &mut MrKey, m: &Mapped) -> Result<PendingReg> {
+        let state = self.state(key)?;
         let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
         if mapping.inv.is_some() || self.reg() != Reg::No {
             return Err(EBUSY);
@@ -477,7 +519,7 @@ impl<H: MrHandler> Mr<H> {
         let writing = mapping.writing;
         // SAFETY: `reg_wr` is the region's, pinned with it; no `PendingReg`
         // of the region is out (`Reg::No`), so no chained post reads or
-        // writes it, and another `prepare_reg` waits for this lock.
+        // writes it, and no other `prepare_reg` runs (the key is ours).
         unsafe {
             bindings::rpcrdma_rs_prep_reg_wr(
                 self.reg_wr.get(),
@@ -498,49 +540,23 @@ impl<H: MrHandler> Mr<H> {
         })
     }
 
-    /// Posts a LOCAL_INV of the mapping's key on the region's QP, after
-    /// its REG_MR (`EINVAL` before: see `prepare_reg`); only a signaled one
-    /// reports its completion to the handler, and only one signaled
-    /// LOCAL_INV may be outstanding per region (`EBUSY`).
-    pub(crate) fn post_local_inv(&self, m: &Mapped, signaled: bool) -> Result {
-        let mut state = self.state.lock();
-        if signaled && state.inv_signaled.is_some() {
-            return Err(EBUSY);
-        }
-        let mapping = state.current(self.uid, m).ok_or(EINVAL)?;
-        if self.reg() == Reg::No {
-            return Err(EINVAL);
-        }
-        let (rkey, cqe) = (mapping.rkey, self.inv_cqe.get());
-        let seq = self.qp.posting(|post| {
-            // Under the posting lock, which a chained post marks its
-            // regions under: still pending is not posted.
-            if !matches!(self.reg(), Reg::Posted(_)) {
-                return Err(EINVAL);
-            }
-            // SAFETY: The region and its `inv_cqe` stay until the QP is
-            // destroyed: `drop` shuts the QP down first once anything was
-            // posted, which is recorded below before the lock is let go.
-            unsafe { post.post_local_inv(rkey, cqe, signaled) }
-        })?;
-        mapping.inv = Some(seq);
-        state.posted = true;
-        if signaled {
-            state.inv_signaled = Some(seq);
-        }
-        Ok(())
-    }
-
     /// Records that the peer invalidated the mapping `m` (Send With
     /// Invalidate), if `proof` names its key, comes from the region's QP,
     /// and was delivered after the mapping's REG_MR was posted; returns
     /// whether it did. Then [`Mr::unmap`] may undo the mapping. (No proof
     /// is made on a device whose invalidation does not check the key: see
     /// [`RemoteInvalidation`].)
-    pub(crate) fn invalidated_by_peer(&self, m: &Mapped, proof: &RemoteInvalidation) -> bool {
-        let qp = self.qp.uid();
-        let mut state = self.state.lock();
-        let Some(mapping) = state.current(self.uid, m) else {
+    pub(crate) fn invalidated_by_peer(
+        &self,
+        key: &mut MrKey,
+        m: &Mapped,
+        proof: &RemoteInvalidation,
+    ) -> bool {
+        let (qp, uid) = (self.qp.uid(), self.uid);
+        let Ok(state) = self.state(key) else {
+            return false;
+        };
+        let Some(mapping) = state.current(uid, m) else {
             return false;
         };
         // A proof is a Receive handled already: if the REG_MR is not
@@ -578,9 +594,12 @@ impl<H: MrHandler> Mr<H> {
 
     /// Undoes the DMA mapping `m`, if the peer can no longer reach it (see
     /// the module documentation); otherwise hands `m` back, still mapped.
-    pub(crate) fn unmap(&self, m: Mapped) -> Result<(), Mapped> {
-        let mut state = self.state.lock();
-        let Some(mapping) = state.current(self.uid, &m).copied() else {
+    pub(crate) fn unmap(&self, key: &mut MrKey, m: Mapped) -> Result<(), Mapped> {
+        let uid = self.uid;
+        let Ok(state) = self.state(key) else {
+            return Err(m);
+        };
+        let Some(mapping) = state.current(uid, &m).copied() else {
             return Err(m);
         };
         // A pending REG_MR may be posted: reachable, unless the QP is gone.
@@ -606,6 +625,119 @@ impl<H: MrHandler> Mr<H> {
         }
         Ok(())
     }
+}
+
+/// Most LOCAL_INVs one chained post takes: an RPC's regions.
+pub(crate) const MAX_INV_CHAIN: usize = 2 * bindings::RPCRDMA_RS_MAX_SEGS as usize;
+
+/// Posts LOCAL_INVs of the mappings of the regions `targets` (indices in
+/// `mrs`, whose keys are in `keys` and whose mappings are in `maps` at the
+/// same index) in one chain on their QP, the last one signaled (C:
+/// `frwr_unmap_async`);
+/// the regions record the ones their QP took. Each must be after its
+/// region's REG_MR (`EINVAL` before: see `Mr::prepare_reg`), and only one
+/// signaled LOCAL_INV may be outstanding per region (`EBUSY`). An error if
+/// not all were posted.
+pub(crate) fn post_local_invs<H: MrHandler>(
+    mrs: &[Pin<KBox<Mr<H>>>],
+    keys: &mut [MrKey],
+    maps: &[Option<Mapped>],
+    targets: &[u32],
+) -> Result {
+    let n = targets.len();
+    let (Some(&first), true) = (targets.first(), n <= MAX_INV_CHAIN) else {
+        return if n == 0 {
+            Ok(())
+        } else {
+            Err(errno::emsgsize())
+        };
+    };
+    let qp = &mrs.get(first as usize).ok_or(EINVAL)?.qp;
+    let mut wrs = [core::ptr::null_mut(); MAX_INV_CHAIN];
+    for (i, &index) in targets.iter().enumerate() {
+        // Each region once: its one work request is linked into the chain
+        // once, and each request taken gets its own sequence number.
+        if targets
+            .get(..i)
+            .is_some_and(|before| before.contains(&index))
+        {
+            return Err(EINVAL);
+        }
+        let i_mr = index as usize;
+        let (Some(mr), Some(key), Some(Some(m))) =
+            (mrs.get(i_mr), keys.get_mut(i_mr), maps.get(i_mr))
+        else {
+            return Err(EINVAL);
+        };
+        let signaled = i + 1 == n;
+        let uid = mr.uid;
+        let state = mr.state(key)?;
+        let mapping = state.current(uid, m).ok_or(EINVAL)?;
+        if mr.qp.uid() != qp.uid() || mr.reg() == Reg::No {
+            return Err(EINVAL);
+        }
+        if signaled && mr.inv_signaled.load(Ordering::Acquire) != 0 {
+            return Err(EBUSY);
+        }
+        // SAFETY: `inv_wr` is the region's, pinned with it; written only
+        // here, with the region's key, and read only by the post below.
+        unsafe {
+            bindings::rpcrdma_rs_prep_inv_wr(
+                mr.inv_wr.get(),
+                mapping.rkey,
+                mr.inv_cqe.get(),
+                signaled,
+            )
+        };
+        if let Some(wr) = wrs.get_mut(i) {
+            *wr = mr.inv_wr.get();
+        }
+    }
+    let wrs = wrs.get(..n).unwrap_or(&[]);
+    let (seq, taken, result) = qp.posting(|post| {
+        // Under the posting lock, which a chained post marks its regions
+        // under: still pending is not posted.
+        for &index in targets {
+            match mrs.get(index as usize) {
+                Some(mr) if matches!(mr.reg(), Reg::Posted(_)) => {}
+                _ => return Err(EINVAL),
+            }
+        }
+        let last = mrs.get(targets.last().copied().unwrap_or(0) as usize);
+        // Before the post: its completion may come at once, and must find
+        // it (`inv_done`). Sequence numbers start at 1.
+        if let Some(mr) = last {
+            let seq = post.next_seq() + u64::try_from(n - 1).map_err(|_| EINVAL)?;
+            mr.inv_signaled.store(seq, Ordering::Release);
+        }
+        // SAFETY: The regions, their `inv_wr` and `inv_cqe` stay until the
+        // QP is destroyed: `drop` shuts the QP down first once anything was
+        // posted, which is recorded below; `wrs` were filled above and
+        // nothing else touches them (their keys are borrowed).
+        let (seq, taken, result) = unsafe { post.post_local_invs(wrs) };
+        if taken < n {
+            if let Some(mr) = last {
+                mr.inv_signaled.store(0, Ordering::Release);
+            }
+        }
+        Ok((seq, taken, result))
+    })?;
+    for (i, &index) in targets.iter().enumerate().take(taken) {
+        let i_mr = index as usize;
+        let (Some(mr), Some(key), Some(Some(m))) =
+            (mrs.get(i_mr), keys.get_mut(i_mr), maps.get(i_mr))
+        else {
+            continue;
+        };
+        let uid = mr.uid;
+        if let Ok(state) = mr.state(key) {
+            if let Some(mapping) = state.current(uid, m) {
+                mapping.inv = Some(seq + i as u64);
+            }
+            state.posted = true;
+        }
+    }
+    result
 }
 
 /// The prepared work requests of the REG_MRs `regs`, regions of `mrs`
@@ -656,8 +788,9 @@ fn mark_chain<M: MrHandler>(mrs: &[Pin<KBox<Mr<M>>>], regs: &[PendingReg], poste
 
 impl<H: CompletionHandler> SendBuf<H> {
     /// Posts the filled bytes as one Send, `signaled` or not, chained
-    /// after the REG_MRs of `chain` in one post (C: `frwr_send`); `mrs` are
-    /// the regions they were prepared on, made for the buffer's QP.
+    /// after the REG_MRs of `chain` in one post (C: `frwr_send`), on the
+    /// buffer's QP, `qp`; `mrs` are the regions they were prepared on, made
+    /// for that QP.
     /// Empties `chain`, each REG_MR marked posted or not as the QP took
     /// it.
     /// The buffer comes back as after [`SendBuf::post`], and with an error
@@ -666,6 +799,7 @@ impl<H: CompletionHandler> SendBuf<H> {
     /// their mappings until they are invalidated or the QP is destroyed.
     pub(crate) fn post_chained<M: MrHandler>(
         self,
+        qp: &Qp,
         signaled: bool,
         mrs: &[Pin<KBox<Mr<M>>>],
         chain: &mut RegChain,
@@ -699,7 +833,7 @@ impl<H: CompletionHandler> SendBuf<H> {
         };
         // SAFETY: `send` posts the Send it is given once, and says what the
         // QP took.
-        let posted = unsafe { self.post_with(signaled, send) };
+        let posted = unsafe { self.post_with(qp, signaled, send) };
         if !marked {
             // The QP was not open, or the buffer could not be linked:
             // nothing was posted.
@@ -714,7 +848,8 @@ impl<H: CompletionHandler> SendBuf<H> {
 impl<H: MrHandler> PinnedDrop for Mr<H> {
     fn drop(self: Pin<&mut Self>) {
         let (posted, mapping, pad) = {
-            let mut state = self.state.lock();
+            // SAFETY: Dropped, so ours alone: no key is in use.
+            let state = unsafe { &mut *self.state.get() };
             (state.posted, state.mapping, state.pad.take())
         };
         if posted {
@@ -751,12 +886,10 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
     }
 }
 
-fn completion_of(wc: &bindings::ib_wc) -> Completion {
-    Completion {
-        status: wc.status,
-        byte_len: wc.byte_len,
-        invalidated_rkey: None,
-    }
+/// The completion `wc` of a work request of a region of `qp`, for the
+/// callback to lend to the handler.
+fn completion_of(wc: &bindings::ib_wc, qp: &Qp) -> Completion {
+    Completion::new(qp, wc.status, wc.byte_len, None)
 }
 
 /// Completion callback of a REG_MR (only when flushed or failed).
@@ -776,7 +909,7 @@ unsafe extern "C" fn reg_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     // SAFETY: By the function's contract the region is alive: it goes only
     // after its QP is destroyed and the CQs freed (`drop`).
     let mr = unsafe { &*mr };
-    mr.handler.reg_failed(mr, &completion_of(wc));
+    mr.handler.reg_failed(mr, &completion_of(wc, &mr.qp));
 }
 
 /// Completion callback of a signaled LOCAL_INV.
@@ -796,9 +929,14 @@ unsafe extern "C" fn inv_done<H: MrHandler>(_cq: *mut bindings::ib_cq, wc: *mut 
     // SAFETY: By the function's contract the region is alive: it goes only
     // after its QP is destroyed and the CQs freed (`drop`).
     let mr = unsafe { &*mr };
-    let completion = completion_of(wc);
-    let seq = mr.state.lock().inv_signaled.take();
-    if let Some(seq) = seq.filter(|_| completion.is_success()) {
+    let completion = completion_of(wc, &mr.qp);
+    // Set before the post (type invariant); cleared by this handler, which
+    // runs one completion at a time (or by a post that the QP did not take,
+    // which then has no completion), and no other signaled LOCAL_INV of the
+    // region is posted until it is.
+    let seq = mr.inv_signaled.load(Ordering::Acquire);
+    mr.inv_signaled.store(0, Ordering::Release);
+    if let Some(seq) = Some(seq).filter(|&seq| seq != 0 && completion.is_success()) {
         // Before the handler looks: it may unmap at once.
         mr.qp.sq_completed(seq);
     }

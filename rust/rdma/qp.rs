@@ -10,12 +10,15 @@
 //!
 //! Work requests are posted only through those buffers and regions, and
 //! only while the QP is open: [`Qp::shutdown`] closes it (under the lock
-//! every post takes), drains it, destroys it and frees its CQs. After that
-//! the device reaches nothing through it and no completion handler runs.
-//! A posted buffer belongs to the QP until its completion hands it back;
-//! buffers whose completion never came (a drain that could not be posted,
-//! or an unsignaled Send, below) are freed by the shutdown, after the QP
-//! and its CQs are gone.
+//! every send-queue post takes, and, for Receives, which take no lock,
+//! followed by an RCU grace period), drains it, destroys it and frees its
+//! CQs. After that the device reaches nothing through it and no completion
+//! handler runs. A posted buffer belongs to the QP until its completion
+//! hands it back; buffers whose completion never came (a drain that could
+//! not be posted, or an unsignaled Send, below) are freed by the shutdown,
+//! after the QP and its CQs are gone. Posted Sends are kept in lists; a
+//! Receive buffer is registered with the QP when it is made
+//! ([`Qp::register_recv`]), and its header says whether the QP holds it.
 //!
 //! Each send-queue work request gets the next sequence number. Requests
 //! on an RC send queue complete in order, and a failed one puts the QP in
@@ -39,11 +42,11 @@ use crate::{bindings, errno};
 use core::{
     any::TypeId,
     ptr::NonNull,
-    sync::atomic::{AtomicBool, AtomicU64, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering},
 };
 use kernel::{
     error::{from_err_ptr, to_result},
-    ffi::c_int,
+    ffi::{c_int, c_void},
     new_mutex, new_spinlock,
     prelude::*,
     sync::{Arc, Mutex, SpinLock},
@@ -301,28 +304,45 @@ pub(super) struct Posting {
 unsafe impl Send for Posting {}
 
 impl Posting {
-    /// Posts a LOCAL_INV of `rkey`; returns its sequence number.
+    /// The sequence number the next send-queue work request posted gets.
+    pub(super) fn next_seq(&self) -> u64 {
+        self.sq_next
+    }
+
+    /// Posts the prepared LOCAL_INVs `wrs` in one chain; returns the
+    /// sequence number of the first, how many of them, from the first,
+    /// the QP may have taken (each got the next number), and what the
+    /// device reported. `ENOTCONN`, nothing taken, unless open.
     ///
     /// # Safety
     ///
-    /// `cqe` must stay alive until the request's completion is delivered
-    /// or the QP is destroyed.
-    pub(super) unsafe fn post_local_inv(
+    /// Each of `wrs` is the filled LOCAL_INV work request of a region made
+    /// for this QP, whose completion entry, like the request, stays alive
+    /// until the QP is destroyed, and which nothing else reads or writes
+    /// until this returns.
+    pub(super) unsafe fn post_local_invs(
         &mut self,
-        rkey: u32,
-        cqe: *mut bindings::ib_cqe,
-        signaled: bool,
-    ) -> Result<u64> {
+        wrs: &[*mut bindings::ib_send_wr],
+    ) -> (u64, usize, Result) {
+        let first = self.sq_next;
         if self.state != State::Open {
-            return Err(errno::enotconn());
+            return (first, 0, Err(errno::enotconn()));
         }
-        let seq = self.sq_next;
-        // SAFETY: Open, so `raw` is live (type invariant); `cqe` outlives
-        // the request by the function's contract.
-        to_result(unsafe { bindings::rpcrdma_rs_post_local_inv(self.raw, rkey, cqe, signaled) })?;
-        self.sq_next += 1;
-        self.posted = true;
-        Ok(seq)
+        let Ok(n) = u32::try_from(wrs.len()) else {
+            return (first, 0, Err(EINVAL));
+        };
+        let mut taken = 0u32;
+        // SAFETY: Open, so `raw` is live (type invariant); `wrs` are `n`
+        // work requests that outlive the requests by the function's
+        // contract.
+        let rc =
+            unsafe { bindings::rpcrdma_rs_post_local_invs(self.raw, wrs.as_ptr(), n, &mut taken) };
+        let taken = taken.min(n);
+        self.sq_next += u64::from(taken);
+        if taken > 0 {
+            self.posted = true;
+        }
+        (first, taken as usize, to_result(rc))
     }
 
     /// Posts the prepared REG_MRs `regs` (there may be none), in order,
@@ -387,44 +407,6 @@ impl Posting {
         }
     }
 
-    /// Posts one Receive of `len` bytes at DMA address `addr`.
-    ///
-    /// # Safety
-    ///
-    /// `cqe` is the header of a buffer owned by the in-flight list, which
-    /// stays there until the completion is delivered or the QP destroyed.
-    pub(super) unsafe fn post_recv(
-        &mut self,
-        cqe: *mut bindings::ib_cqe,
-        addr: u64,
-        len: u32,
-        lkey: u32,
-    ) -> Result {
-        if self.state != State::Open {
-            return Err(errno::enotconn());
-        }
-        // SAFETY: Open, so `raw` is live (type invariant); the buffer
-        // outlives the request by the function's contract.
-        to_result(unsafe { bindings::rpcrdma_rs_post_recv(self.raw, cqe, addr, len, lkey) })?;
-        self.posted = true;
-        Ok(())
-    }
-
-    /// Adds a Receive buffer to the in-flight list, which owns it from
-    /// now on.
-    ///
-    /// # Safety
-    ///
-    /// `h` is the header of a live buffer in its final place, not in any
-    /// list, whose owner gives it up to the list.
-    pub(super) unsafe fn link_recv(&mut self, h: NonNull<BufHeader>) {
-        // SAFETY: By the function's contract; under this lock.
-        unsafe {
-            BufHeader::set_unsignaled(h, false);
-            self.inflight.push_back(h);
-        }
-    }
-
     /// Adds a Send buffer, to be posted signaled or not, to the list that
     /// will own it from now on: the in-flight list, or the unsignaled list,
     /// in post order. `EINVAL` (and not added) if an earlier Send buffer of
@@ -432,7 +414,8 @@ impl Posting {
     ///
     /// # Safety
     ///
-    /// As for [`Posting::link_recv`]; `h` begins a buffer whose handler
+    /// `h` is the header of a live buffer in its final place, not in any
+    /// list, whose owner gives it up to the list; it begins a buffer whose handler
     /// type has the `TypeId` `kind`.
     pub(super) unsafe fn link_send(
         &mut self,
@@ -534,16 +517,70 @@ pub(crate) struct Qp {
     /// then is a Receive's invalidation a [`RemoteInvalidation`].
     peer_inv_proves: bool,
     sq_done: AtomicU64,
-    /// Receive completions delivered so far.
+    /// Receive completions delivered so far; written only by the
+    /// Receive completion handler, which runs one completion at a time.
     rq_seen: AtomicU64,
     destroyed: AtomicBool,
+    /// The handler of the identifier the QP was made on (an `Arc` of the
+    /// type whose `TypeId` is `handler_kind`, turned foreign), which that
+    /// identifier keeps until the QP is shut down: the handler of every
+    /// buffer posted on it.
+    handler: *const c_void,
+    handler_kind: TypeId,
+    /// Receives may be posted: set once the QP is created, cleared when
+    /// its shutdown begins, which then waits for an RCU grace period, as
+    /// a Receive is posted under the RCU read lock after checking it
+    /// (`rpcrdma_rs_post_recv`), with no lock of the QP's.
+    open: AtomicBool,
+    /// The QP, set with `open`, for those posts.
+    raw_qp: AtomicPtr<bindings::ib_qp>,
+    /// A Receive was posted: the QP must be drained before it is
+    /// destroyed.
+    recv_posted: AtomicBool,
+    /// Every Receive buffer made for the QP and not freed, so that its
+    /// shutdown frees those it still holds.
+    #[pin]
+    recvs: SpinLock<RecvRegistry>,
+}
+
+/// The Receive buffers of a QP, by the index each keeps in its header;
+/// room for `max_recv_wr` of them, allocated with the QP.
+///
+/// # Invariants
+///
+/// Each entry is the header of a live Receive buffer made for the QP and
+/// not freed, whose header holds its index here.
+pub(super) struct RecvRegistry {
+    bufs: KVec<NonNull<BufHeader>>,
+}
+
+// SAFETY: The headers are of buffers, which are `Send`; they are read only
+// under the registry's lock.
+unsafe impl Send for RecvRegistry {}
+
+impl RecvRegistry {
+    /// Takes the entry at `index` out, the last one taking its place;
+    /// returns the one that moved there, if any.
+    fn remove_at(&mut self, index: usize) -> Option<NonNull<BufHeader>> {
+        let last = self.bufs.len().checked_sub(1)?;
+        if index > last {
+            return None;
+        }
+        self.bufs.as_mut_slice().swap(index, last);
+        // SAFETY: A shorter length, within what is initialised; the entry
+        // it leaves out is a pointer, which needs no drop.
+        unsafe { self.bufs.set_len(last) };
+        self.bufs.get(index).copied()
+    }
 }
 
 // SAFETY: The verbs objects may be used from any thread; `id` is used only
 // by `shutdown`, which the connection manager serialises against the
 // identifier's other functions (its QP mutex).
 unsafe impl Send for Qp {}
-// SAFETY: Shared state is behind locks or atomics.
+// SAFETY: Shared state is behind locks or atomics; `handler` and
+// `handler_kind` are set at creation and only read, the handler dereferenced
+// only by completion callbacks while the identifier keeps it (`create`).
 unsafe impl Sync for Qp {}
 
 impl Qp {
@@ -553,12 +590,19 @@ impl Qp {
     /// # Safety
     ///
     /// `id` is a live identifier that has no QP, and is not destroyed
-    /// before [`Qp::shutdown`] of the result has returned.
+    /// before [`Qp::shutdown`] of the result has returned. `handler` came
+    /// from `into_foreign` of an `Arc` of the type whose `TypeId` is
+    /// `handler_kind`, and that reference is kept until then too.
     pub(super) unsafe fn create(
         id: NonNull<bindings::rdma_cm_id>,
         device: &Device,
         caps: &QpCaps,
+        handler: *const c_void,
+        handler_kind: TypeId,
     ) -> Result<Arc<Self>> {
+        let recvs = RecvRegistry {
+            bufs: KVec::with_capacity(usize::try_from(caps.max_recv_wr)?, GFP_KERNEL)?,
+        };
         let pd = Pd::new(device)?;
         let lkey = pd.local_dma_lkey();
         let send_cq = Cq::new(device, caps.cq_entries)?;
@@ -596,6 +640,12 @@ impl Qp {
                 sq_done: AtomicU64::new(0),
                 rq_seen: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
+                handler,
+                handler_kind,
+                open: AtomicBool::new(false),
+                raw_qp: AtomicPtr::new(core::ptr::null_mut()),
+                recv_posted: AtomicBool::new(false),
+                recvs <- new_spinlock!(recvs),
             }),
             GFP_KERNEL,
         )?;
@@ -609,8 +659,93 @@ impl Qp {
             post.raw = unsafe { (*id.as_ptr()).qp }.cast();
             // INVARIANT: the QP exists until `shutdown` destroys it.
             post.state = State::Open;
+            qp.raw_qp.store(post.raw, Ordering::Release);
+            qp.open.store(true, Ordering::Release);
         }
         Ok(qp)
+    }
+
+    /// Registers the Receive buffer `h` (see [`RecvRegistry`]); `ENOMEM`
+    /// for more than the receive queue holds.
+    ///
+    /// # Safety
+    ///
+    /// `h` is the header of a Receive buffer made for this QP, in its
+    /// final place, not registered, and is unregistered before it is
+    /// freed ([`Qp::unregister_recv`]), unless the shutdown frees it.
+    pub(super) unsafe fn register_recv(&self, h: NonNull<BufHeader>) -> Result {
+        let mut recvs = self.recvs.lock();
+        let index = recvs.bufs.len();
+        if index >= recvs.bufs.capacity() {
+            return Err(ENOMEM);
+        }
+        // Within the capacity: no allocation.
+        recvs.bufs.push(h, GFP_ATOMIC)?;
+        // SAFETY: Live (the function's contract); the index is written
+        // only under this lock. INVARIANT: registered at `index`.
+        unsafe { BufHeader::set_reg_index(h, index) };
+        Ok(())
+    }
+
+    /// Unregisters the Receive buffer `h`, about to be freed, if it is
+    /// registered.
+    ///
+    /// # Safety
+    ///
+    /// `h` is the header of a live Receive buffer made for this QP.
+    pub(super) unsafe fn unregister_recv(&self, h: NonNull<BufHeader>) {
+        let mut recvs = self.recvs.lock();
+        // SAFETY: Live (the function's contract); under the lock.
+        let index = unsafe { BufHeader::reg_index(h) };
+        if recvs.bufs.get(index) != Some(&h) {
+            return;
+        }
+        if let Some(moved) = recvs.remove_at(index) {
+            // SAFETY: A registered header, so live (type invariant); under
+            // the lock. INVARIANT: it moved to `index`.
+            unsafe { BufHeader::set_reg_index(moved, index) };
+        }
+        // SAFETY: As above; it is no longer registered.
+        unsafe { BufHeader::set_reg_index(h, usize::MAX) };
+    }
+
+    /// Posts the Receive buffer `h` (`len` bytes at DMA address `addr`)
+    /// if the QP is open, without a lock: see `open`. Its header says the
+    /// QP holds it from just before the post, and again not if the post
+    /// fails.
+    ///
+    /// # Safety
+    ///
+    /// `h` is a Receive buffer registered with this QP whose owner gives it
+    /// up to the QP for the post; `cqe` is its completion entry.
+    pub(super) unsafe fn post_recv(
+        &self,
+        h: NonNull<BufHeader>,
+        cqe: *mut bindings::ib_cqe,
+        addr: u64,
+        len: u32,
+        lkey: u32,
+    ) -> Result {
+        // The QP may reach the buffer from the post on: the shutdown knows
+        // that from this, once the post is over (the grace period), before
+        // the QP goes.
+        self.recv_posted.store(true, Ordering::Release);
+        // SAFETY: `raw_qp` and `open` are this QP's; read in the RCU read
+        // section, `raw_qp` is live while `open` is set (the shutdown waits
+        // for the grace period before destroying it). The buffer stays
+        // until its completion or the shutdown frees it (the function's
+        // contract); its header's flag is the QP's to set while posted.
+        to_result(unsafe {
+            bindings::rpcrdma_rs_post_recv(
+                self.raw_qp.as_ptr(),
+                self.open.as_ptr(),
+                BufHeader::posted_flag(h),
+                cqe,
+                addr,
+                len,
+                lkey,
+            )
+        })
     }
 
     /// The device the QP is on, which it holds registered.
@@ -654,16 +789,6 @@ impl Qp {
     /// it go (for `Mr::reg_settled`).
     pub(super) fn settle_posts(&self) {
         drop(self.post.lock());
-    }
-
-    /// Takes a Receive whose completion arrived out of the QP's lists.
-    ///
-    /// # Safety
-    ///
-    /// `h` is in one of this QP's lists.
-    pub(super) unsafe fn unlink(&self, h: NonNull<BufHeader>) {
-        // SAFETY: By the function's contract.
-        unsafe { self.post.lock().unlink(h) };
     }
 
     /// The completion of the Send `h` arrived, successful or not
@@ -713,9 +838,25 @@ impl Qp {
         seq <= self.sq_done.load(Ordering::Acquire)
     }
 
-    /// Counts a Receive completion; returns how many came before it.
+    /// Counts a Receive completion; returns how many came before it. Only
+    /// the Receive completion handler calls it, one completion at a time:
+    /// a load and a store, no locked add.
     pub(super) fn rq_completed(&self) -> u64 {
-        self.rq_seen.fetch_add(1, Ordering::AcqRel)
+        let seen = self.rq_seen.load(Ordering::Relaxed);
+        self.rq_seen.store(seen.wrapping_add(1), Ordering::Release);
+        seen
+    }
+
+    /// True if the handler of the QP's identifier is of type `H`: only then
+    /// may buffers of handler type `H` be made for it.
+    pub(super) fn handled_by<H: 'static>(&self) -> bool {
+        self.handler_kind == TypeId::of::<H>()
+    }
+
+    /// The handler of the QP's identifier, an `Arc<H>` turned foreign, for
+    /// the completion callbacks of its buffers (see [`Qp::handled_by`]).
+    pub(super) fn handler(&self) -> *const c_void {
+        self.handler
     }
 
     /// Receive completions delivered so far.
@@ -755,17 +896,22 @@ impl Qp {
         if self.is_destroyed() {
             return Ok(());
         }
-        let (raw, created, posted) = {
+        let (raw, created, sq_posted) = {
             let mut post = self.post.lock();
             let created = matches!(post.state, State::Open | State::Closing);
             if created {
                 post.state = State::Closing;
             }
+            self.open.store(false, Ordering::Release);
             (post.raw, created, post.posted)
         };
         let mut drained = Ok(());
         if created {
-            if posted {
+            // Every Receive post that found the QP open is over after this,
+            // and none starts: the RCU read section of `post_recv`.
+            // SAFETY: No precondition; sleeps, as the shutdown may.
+            unsafe { bindings::rpcrdma_rs_synchronize_rcu() };
+            if sq_posted || self.recv_posted.load(Ordering::Acquire) {
                 // SAFETY: The QP is live (`Posting` invariant: closing), its
                 // CQs are polled from a workqueue, and nothing is posted any
                 // more (closed under the posting lock).
@@ -787,16 +933,47 @@ impl Qp {
             post.raw = core::ptr::null_mut();
             [post.inflight.take_all(), post.unsignaled.take_all()]
         };
+        // The Receives the QP still holds: taken out of the registry (so
+        // their drop does not look for them there), and freed below.
+        let mut held: *mut BufHeader = core::ptr::null_mut();
+        {
+            let mut recvs = self.recvs.lock();
+            let mut i = 0;
+            while let Some(&h) = recvs.bufs.get(i) {
+                // SAFETY: Registered, so live (type invariant); no post or
+                // completion touches it any more (closed, drained or not,
+                // destroyed, CQs freed).
+                if unsafe { BufHeader::posted(h) } {
+                    let moved = recvs.remove_at(i);
+                    // SAFETY: As above; out of the registry, and chained
+                    // through its own link, the QP's to give up.
+                    unsafe {
+                        BufHeader::set_reg_index(h, usize::MAX);
+                        BufHeader::set_links(h, core::ptr::null_mut(), held);
+                    }
+                    held = h.as_ptr();
+                    if let Some(moved) = moved {
+                        // SAFETY: Registered, live; under the lock.
+                        // INVARIANT: it moved to `i`.
+                        unsafe { BufHeader::set_reg_index(moved, i) };
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
         // INVARIANT: destroyed, and the CQs freed.
         self.destroyed.store(true, Ordering::Release);
         // What the lists still owned never completed, or completed without
         // a completion of its own (unsignaled Sends no signaled one
         // covered), and nothing will hand it back: the QP and the CQs are
         // gone.
-        for mut next in lists {
+        let [inflight, unsignaled] = lists;
+        for mut next in [inflight, unsignaled, held] {
             while let Some(h) = NonNull::new(next) {
-                // SAFETY: A member of a list, which owned it and is gone:
-                // the buffer is ours to free, and nothing else refers to it.
+                // SAFETY: A member of a list, or a Receive the QP held (out of
+                // the registry above), whose owner is gone: the buffer is
+                // ours to free, and nothing else refers to it.
                 unsafe {
                     next = BufHeader::links(h).1;
                     BufHeader::free(h);

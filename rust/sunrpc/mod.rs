@@ -19,7 +19,9 @@ use crate::{
 use core::{fmt, marker::PhantomData, mem::ManuallyDrop, ptr::NonNull};
 use kernel::{error::to_result, ffi::c_int, prelude::*, str::CStr};
 
-pub(crate) use transport::{class_ops, Adapter, ClassOps, ClassRegistration, XprtOps, XprtStats};
+pub(crate) use transport::{
+    class_ops, Adapter, ClassOps, ClassRegistration, WriteLock, WriteLocked, XprtOps, XprtStats,
+};
 
 /// Backchannel requests the server may have outstanding.
 pub(crate) const BC_SLOTS: u32 = bindings::RPCRDMA_RS_BC_SLOTS;

@@ -14,7 +14,7 @@
 
 use super::{Rqst, Xprt};
 use crate::bindings;
-use core::marker::PhantomData;
+use core::{cell::UnsafeCell, marker::PhantomData};
 use kernel::{
     error::{from_result, to_result},
     ffi::{c_int, c_uint, c_void},
@@ -22,6 +22,76 @@ use kernel::{
     sync::{Arc, ArcBorrow},
     types::ForeignOwnable,
 };
+
+/// Proof that the caller holds the write lock of transport instance `xprt`
+/// (`XPRT_LOCKED`), which sunrpc holds for the operations that change its
+/// connection: [`XprtOps::send_request`] (`xprt_prepare_transmit` took it
+/// for the sending task), [`XprtOps::connect`] (the connecting task hands
+/// it to the connect worker, `xprt_lock_connect`), [`XprtOps::close`]
+/// (`xprt_autoclose`, which `xprt_force_disconnect` queues with it taken,
+/// or the sender) and [`XprtOps::detach`] (`xprt_destroy` takes it for
+/// good).
+///
+/// # Invariants
+///
+/// Made only by [`Adapter`], for the call of one of those operations on
+/// `xprt`, and lent to it: while it lives, no other thread holds a
+/// `WriteLock` of `xprt`.
+pub(crate) struct WriteLock<'a> {
+    xprt: *mut bindings::rpc_xprt,
+    _call: PhantomData<&'a mut ()>,
+}
+
+impl WriteLock<'_> {
+    /// The write lock of `xprt`, which the caller holds.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `xprt`'s write lock (`XPRT_LOCKED`) until the
+    /// result is dropped, and makes no other `WriteLock` of it meanwhile.
+    unsafe fn held(xprt: *mut bindings::rpc_xprt) -> Self {
+        // INVARIANT: by the function's contract.
+        Self {
+            xprt,
+            _call: PhantomData,
+        }
+    }
+}
+
+/// A value of transport instance `xprt` that only the holder of its write
+/// lock ([`WriteLock`]) reaches: no lock of its own.
+pub(crate) struct WriteLocked<T> {
+    xprt: Xprt,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: The value is reached only through `get`, by the one holder of
+// `xprt`'s write lock at a time; it may move between threads (`T: Send`).
+unsafe impl<T: Send> Sync for WriteLocked<T> {}
+// SAFETY: As above.
+unsafe impl<T: Send> Send for WriteLocked<T> {}
+
+impl<T> WriteLocked<T> {
+    /// `value`, for the holders of `xprt`'s write lock.
+    pub(crate) fn new(xprt: Xprt, value: T) -> Self {
+        Self {
+            xprt,
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// The value, for as long as `lock` is borrowed; `EINVAL` for the
+    /// write lock of another instance.
+    pub(crate) fn get<'a>(&'a self, lock: &'a mut WriteLock<'_>) -> Result<&'a mut T> {
+        if lock.xprt != self.xprt.as_ptr() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `lock` is the write lock of this value's instance, held
+        // by this thread alone (its invariant), and borrowed mutably for as
+        // long as the result: nothing else reaches the value meanwhile.
+        Ok(unsafe { &mut *self.value.get() })
+    }
+}
 
 /// The operations of a transport instance: the entries of the C
 /// `rpc_xprt_ops` table that are not sunrpc's own functions.
@@ -48,10 +118,10 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
 
     /// sunrpc destroys the instance (`destroy`): tear the connection down
     /// and release the state. Sleeps.
-    fn detach(this: Arc<Self>);
+    fn detach(this: Arc<Self>, lock: &mut WriteLock<'_>);
 
     /// Connects (`connect`, from its worker in process context). Sleeps.
-    fn connect(&self) -> Result;
+    fn connect(&self, lock: &mut WriteLock<'_>) -> Result;
 
     /// True if the last connection attempt failed, or the transport wants
     /// the next one delayed for another reason: it backs off.
@@ -67,12 +137,12 @@ pub(crate) trait XprtOps: Sized + Send + Sync + 'static {
     }
 
     /// Closes the connection (`close`). Sleeps.
-    fn close(&self);
+    fn close(&self, lock: &mut WriteLock<'_>);
 
     /// Marshals and posts `rqst` (`send_request`; a backchannel reply if
     /// `bc_reply`). `EAGAIN`: no buffer, sunrpc waits for write space;
     /// `ENOTCONN`: the connection is gone, the C glue closes it.
-    fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result;
+    fn send_request(&self, lock: &mut WriteLock<'_>, rqst: &Rqst<'_>, bc_reply: bool) -> Result;
 
     /// RPC `xid`'s memory is about to be freed (`buf_free`, or GSS privacy
     /// about to free the pages it encrypted the Call into, through the
@@ -275,25 +345,34 @@ impl<T: ClassOps> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// `transport` came from [`Self::attach`], no other operation on it is
-    /// running, and it is not used again.
-    pub(crate) unsafe extern "C" fn detach(transport: *mut c_void) {
+    /// `transport` came from [`Self::attach`] for `xprt`, no other
+    /// operation on it is running, and it is not used again; the caller
+    /// holds `xprt`'s write lock.
+    pub(crate) unsafe extern "C" fn detach(transport: *mut c_void, xprt: *mut bindings::rpc_xprt) {
         // SAFETY: From `into_foreign` in `attach`, by the function's
         // contract, and released once: this takes its reference back.
         let state = unsafe { <Arc<T> as ForeignOwnable>::from_foreign(transport) };
-        T::detach(state);
+        // SAFETY: Held by the caller for the call (the function's contract).
+        let mut lock = unsafe { WriteLock::held(xprt) };
+        T::detach(state, &mut lock);
     }
 
     /// `rpcrdma_rs_op_connect`: connects. 0 or a negative errno. Sleeps.
     ///
     /// # Safety
     ///
-    /// As for [`Self::state`].
-    pub(crate) unsafe extern "C" fn connect(transport: *mut c_void) -> c_int {
+    /// As for [`Self::state`]; `xprt` is the instance `transport` was
+    /// attached to, whose write lock the caller holds.
+    pub(crate) unsafe extern "C" fn connect(
+        transport: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
+    ) -> c_int {
         // SAFETY: By the function's contract.
         let state = unsafe { Self::state(transport) };
+        // SAFETY: Held by the caller for the call (the function's contract).
+        let mut lock = unsafe { WriteLock::held(xprt) };
         from_result(|| {
-            T::connect(&state)?;
+            T::connect(&state, &mut lock)?;
             Ok(0)
         })
     }
@@ -324,11 +403,13 @@ impl<T: ClassOps> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// As for [`Self::state`].
-    pub(crate) unsafe extern "C" fn close(transport: *mut c_void) {
+    /// As for [`Self::connect`].
+    pub(crate) unsafe extern "C" fn close(transport: *mut c_void, xprt: *mut bindings::rpc_xprt) {
         // SAFETY: By the function's contract.
         let state = unsafe { Self::state(transport) };
-        T::close(&state);
+        // SAFETY: Held by the caller for the call (the function's contract).
+        let mut lock = unsafe { WriteLock::held(xprt) };
+        T::close(&state, &mut lock);
     }
 
     /// `rpcrdma_rs_op_send_request`: marshals and posts a Call, or a
@@ -337,20 +418,23 @@ impl<T: ClassOps> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// As for [`Self::state`]; `rqst`, if not NULL, is a request being
+    /// As for [`Self::connect`]; `rqst`, if not NULL, is a request being
     /// transmitted on the xprt, which sunrpc holds for the call.
     pub(crate) unsafe extern "C" fn send_request(
         transport: *mut c_void,
+        xprt: *mut bindings::rpc_xprt,
         rqst: *mut bindings::rpc_rqst,
         bc_reply: bool,
     ) -> c_int {
         // SAFETY: By the function's contract.
         let state = unsafe { Self::state(transport) };
+        // SAFETY: Held by the caller for the call (the function's contract).
+        let mut lock = unsafe { WriteLock::held(xprt) };
         from_result(|| {
             // SAFETY: NULL or live for the call, by the function's
             // contract; `Rqst` borrows it no longer than that.
             let rqst = unsafe { Rqst::from_raw(rqst) }.ok_or(EINVAL)?;
-            T::send_request(&state, &rqst, bc_reply)?;
+            T::send_request(&state, &mut lock, &rqst, bc_reply)?;
             Ok(0)
         })
     }
@@ -439,18 +523,24 @@ macro_rules! class_ops {
             ///
             /// As for `Adapter::detach`.
             #[no_mangle]
-            unsafe extern "C" fn rpcrdma_rs_op_detach(transport: *mut c_void) {
+            unsafe extern "C" fn rpcrdma_rs_op_detach(
+                transport: *mut c_void,
+                xprt: *mut bindings::rpc_xprt,
+            ) {
                 // SAFETY: The caller guarantees what `detach` requires.
-                unsafe { Adapter::<$t>::detach(transport) }
+                unsafe { Adapter::<$t>::detach(transport, xprt) }
             }
 
             /// # Safety
             ///
             /// As for `Adapter::connect`.
             #[no_mangle]
-            unsafe extern "C" fn rpcrdma_rs_op_connect(transport: *mut c_void) -> c_int {
+            unsafe extern "C" fn rpcrdma_rs_op_connect(
+                transport: *mut c_void,
+                xprt: *mut bindings::rpc_xprt,
+            ) -> c_int {
                 // SAFETY: The caller guarantees what `connect` requires.
-                unsafe { Adapter::<$t>::connect(transport) }
+                unsafe { Adapter::<$t>::connect(transport, xprt) }
             }
 
             /// # Safety
@@ -477,9 +567,12 @@ macro_rules! class_ops {
             ///
             /// As for `Adapter::close`.
             #[no_mangle]
-            unsafe extern "C" fn rpcrdma_rs_op_close(transport: *mut c_void) {
+            unsafe extern "C" fn rpcrdma_rs_op_close(
+                transport: *mut c_void,
+                xprt: *mut bindings::rpc_xprt,
+            ) {
                 // SAFETY: The caller guarantees what `close` requires.
-                unsafe { Adapter::<$t>::close(transport) }
+                unsafe { Adapter::<$t>::close(transport, xprt) }
             }
 
             /// # Safety
@@ -488,12 +581,13 @@ macro_rules! class_ops {
             #[no_mangle]
             unsafe extern "C" fn rpcrdma_rs_op_send_request(
                 transport: *mut c_void,
+                xprt: *mut bindings::rpc_xprt,
                 rqst: *mut bindings::rpc_rqst,
                 bc_reply: bool,
             ) -> c_int {
                 // SAFETY: The caller guarantees what `send_request`
                 // requires.
-                unsafe { Adapter::<$t>::send_request(transport, rqst, bc_reply) }
+                unsafe { Adapter::<$t>::send_request(transport, xprt, rqst, bc_reply) }
             }
 
             /// # Safety

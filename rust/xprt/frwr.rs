@@ -59,7 +59,10 @@ use crate::{
         header::{Offer, Segment},
         xid_index,
     },
-    rdma::{Mapped, Mr, MrHandler, Piece, RegChain, RemoteInvalidation, MAX_CHAIN},
+    rdma::{
+        post_local_invs, Mapped, Mr, MrHandler, MrKey, Piece, RegChain, RemoteInvalidation,
+        MAX_CHAIN, MAX_INV_CHAIN,
+    },
     sunrpc,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -89,16 +92,19 @@ pub(crate) type MrList<H> = KVec<Pin<KBox<Mr<H>>>>;
 /// Buckets of XIDs that [`Recorded`] counts records in.
 const RECORDED_BUCKETS: usize = 256;
 
-/// How many records a pool has for the XIDs of each bucket. The pool
-/// changes the counts under its lock, as it adds and removes records;
-/// anyone may read them without it.
+/// How many records the pools of a transport's connections have for the
+/// XIDs of each bucket. A pool changes the counts under its lock, as it
+/// adds and removes records (with locked adds: the pools of two
+/// connections, each under its own lock, may both be at it while the old
+/// one is released); anyone may read them without a lock.
 ///
 /// # Invariants
 ///
-/// Once the pool's lock is let go, the count of a bucket is the number of
-/// live records of the pool that share this `Recorded` whose XIDs fall in
-/// it. A record goes (and its count with it) only once none of its
-/// regions can be reached (`remove_record`).
+/// Once a pool's lock is let go, the count of a bucket is at least the
+/// number of that pool's live records whose XIDs fall in it: it is the
+/// number of live records, in every pool that shares this `Recorded`. A
+/// record goes (and its count with it) only once none of its regions can
+/// be reached (`remove_record`).
 pub(crate) struct Recorded {
     counts: KVec<AtomicU32>,
 }
@@ -133,7 +139,7 @@ impl Recorded {
         }
     }
 
-    /// True if RPC `xid` has no record in the pool, so holds no region
+    /// True if RPC `xid` has no record in any pool, so holds no region
     /// (it would be counted in its bucket: the caller must have seen its
     /// `register` happen, as `buf_free` has seen its RPC sent). False
     /// says only that some RPC in its bucket has one.
@@ -289,10 +295,13 @@ pub(crate) enum Invalidated<P> {
 /// the pad's (`pad`), which no record holds and `owner` does not name.
 /// Regions in `free` are unmapped, and `maps` has no mapping for them; a
 /// held region that is not `gone` has its mapping in `maps`; the pad's
-/// mapping is in `pad`.
+/// mapping is in `pad`. `keys` has the key of each region, by index.
 struct Regions<H: MrHandler> {
     /// `None` in the empty pool, and once taken for deregistration.
     mrs: Option<Arc<MrList<H>>>,
+    /// The key of each region, by index: the pool's lock is what keeps the
+    /// regions' state, as it keeps the records that use them.
+    keys: KVec<MrKey>,
     /// The mapping of each region, by index, while a record holds it.
     maps: KVec<Option<Mapped>>,
     /// `free[..nfree]`: the idle regions, as a stack.
@@ -343,6 +352,12 @@ impl<H: MrHandler> Regions<H> {
         self.mrs.as_deref().map_or(&[], |mrs| &mrs[..])
     }
 
+    /// Region `i` with its key.
+    fn mr(&mut self, i: usize) -> Option<(&Mr<H>, &mut MrKey)> {
+        let mr = self.mrs.as_deref()?.get(i)?;
+        Some((mr, self.keys.get_mut(i)?))
+    }
+
     /// Maps `pieces` into free regions for `rec`, which is in `slot`, cut
     /// at `depth` pages and at gaps.
     fn map_runs(
@@ -364,8 +379,8 @@ impl<H: MrHandler> Regions<H> {
             };
             let index = self.pop_free().ok_or(EAGAIN)?;
             let i = usize::try_from(index)?;
-            let mapped = match self.mrs().get(i) {
-                Some(mr) => mr.map(run, writing, rec.xid),
+            let mapped = match self.mr(i) {
+                Some((mr, key)) => mr.map(key, run, writing, rec.xid),
                 None => Err(EINVAL),
             };
             match mapped {
@@ -397,8 +412,13 @@ impl<H: MrHandler> Regions<H> {
         let count = rec.count;
         for (h, _seg) in rec.held.iter().zip(rec.segs.iter()).take(count) {
             let i = h.index as usize;
-            let prepared = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
-                (Some(mr), Some(m)) => mr.prepare_reg(m),
+            let mrs = self.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+            let prepared = match (
+                mrs.get(i),
+                self.keys.get_mut(i),
+                self.maps.get(i).and_then(Option::as_ref),
+            ) {
+                (Some(mr), Some(key), Some(m)) => mr.prepare_reg(key, m),
                 _ => Err(EINVAL),
             };
             let pushed = prepared.and_then(|reg| out.push(reg));
@@ -439,11 +459,15 @@ impl<H: MrHandler> Regions<H> {
             // Nothing mapped: nothing to undo.
             return true;
         };
-        let undone = match self.mrs().get(i) {
-            Some(mr) if remote.map_or(true, |proof| mr.invalidated_by_peer(&m, proof)) => {
-                mr.unmap(m)
+        let undone = match self.mr(i) {
+            Some((mr, key)) => {
+                if remote.map_or(true, |proof| mr.invalidated_by_peer(key, &m, proof)) {
+                    mr.unmap(key, m)
+                } else {
+                    Err(m)
+                }
             }
-            _ => Err(m),
+            None => Err(m),
         };
         if let Err(m) = undone {
             if let Some(map) = self.maps.get_mut(i) {
@@ -477,24 +501,32 @@ impl<H: MrHandler> Regions<H> {
     /// Returns true if all were posted.
     fn post_invalidates(&mut self, rec: &mut Record<impl Sized>) -> bool {
         let held = rec.held.get(..rec.count).unwrap_or(&[]);
-        let Some(last) = held.iter().rev().find(|h| !h.gone).map(|h| h.index) else {
-            return false;
-        };
+        let mut targets = [0u32; MAX_INV_CHAIN];
+        let mut n = 0;
         for h in held.iter().filter(|h| !h.gone) {
-            let i = h.index as usize;
-            // The rkey the LOCAL_INV names: the mapping's, as advertised.
-            let posted = match (self.mrs().get(i), self.maps.get(i).and_then(Option::as_ref)) {
-                (Some(mr), Some(m)) => mr
-                    .post_local_inv(m, h.index == last)
-                    .map(|()| m.segment().handle),
-                _ => Err(EINVAL),
-            };
-            let Ok(_rkey) = posted else {
+            let Some(t) = targets.get_mut(n) else {
                 rec.phase = Phase::Stranded;
                 return false;
             };
-            #[cfg(rpcrdma_rs_test_hooks)]
-            self.witness.local_inv_posted(h.index, _rkey);
+            *t = h.index;
+            n += 1;
+        }
+        let targets = targets.get(..n).unwrap_or(&[]);
+        let Some(&last) = targets.last() else {
+            return false;
+        };
+        // One chain, the last signaled: its completion says all are done.
+        let mrs = self.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+        if post_local_invs(mrs, &mut self.keys, &self.maps, targets).is_err() {
+            rec.phase = Phase::Stranded;
+            return false;
+        }
+        #[cfg(rpcrdma_rs_test_hooks)]
+        for &index in targets {
+            // The rkey the LOCAL_INV named: the mapping's, as advertised.
+            if let Some(Some(m)) = self.maps.get(index as usize) {
+                self.witness.local_inv_posted(index, m.segment().handle);
+            }
         }
         rec.phase = Phase::Invalidating { signaled: last };
         true
@@ -513,6 +545,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         Self {
             regions: Regions {
                 mrs: None,
+                keys: KVec::new(),
                 maps: KVec::new(),
                 free: KVec::new(),
                 nfree: 0,
@@ -536,11 +569,15 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// the RPCs have the others. Sleeps.
     pub(crate) fn new(
         mrs: Arc<MrList<H>>,
+        keys: KVec<MrKey>,
         depth: u32,
         rpcs: usize,
         recorded: Arc<Recorded>,
     ) -> Result<Self> {
         let n = mrs.len();
+        if keys.len() != n {
+            return Err(EINVAL);
+        }
         let mut free = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut owner = KVec::with_capacity(n, GFP_KERNEL)?;
         let mut maps = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -567,6 +604,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // then the pad's is taken off the free list and mapped, in `pad`.
         let mut regions = Regions {
             mrs: Some(mrs),
+            keys,
             maps,
             nfree: free.len(),
             free,
@@ -578,8 +616,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
         };
         // The region maps nothing if this fails.
         let pad_index = regions.pop_free().ok_or(EINVAL)?;
-        let pad = match regions.mrs().get(usize::try_from(pad_index)?) {
-            Some(mr) => mr.map_pad()?,
+        let pad = match regions.mr(usize::try_from(pad_index)?) {
+            Some((mr, key)) => mr.map_pad(key)?,
             None => return Err(EINVAL),
         };
         regions.pad = Some((pad_index, pad));
@@ -769,13 +807,16 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// Prepares the pad's REG_MR into `out`: once per connection, before
     /// (or in the same chain as) the first Send that may offer it. The pad
     /// is not the witness's (no RPC's reply waits for it).
-    pub(crate) fn prepare_pad(&self, out: &mut RegChain) -> Result {
-        let Some((index, m)) = &self.regions.pad else {
+    pub(crate) fn prepare_pad(&mut self, out: &mut RegChain) -> Result {
+        let regions = &mut self.regions;
+        let Some((index, m)) = &regions.pad else {
             return Ok(());
         };
-        match self.regions.mrs().get(*index as usize) {
-            Some(mr) => out.push(mr.prepare_reg(m)?),
-            None => Err(EINVAL),
+        let i = *index as usize;
+        let mrs = regions.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+        match (mrs.get(i), regions.keys.get_mut(i)) {
+            (Some(mr), Some(key)) => out.push(mr.prepare_reg(key, m)?),
+            _ => Err(EINVAL),
         }
     }
 
@@ -1010,8 +1051,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
         // `take_regions`), which deregisters it, then undoes the mapping
         // and frees the buffer.
         if let Some((index, m)) = self.regions.pad.take() {
-            let undone = match self.regions.mrs().get(index as usize) {
-                Some(mr) => mr.unmap(m),
+            let undone = match self.regions.mr(index as usize) {
+                Some((mr, key)) => mr.unmap(key, m),
                 None => Err(m),
             };
             match undone {
@@ -1028,6 +1069,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
         regions.nfree = 0;
         regions.owner = KVec::new();
         regions.maps = KVec::new();
+        regions.keys = KVec::new();
         regions.pad = None;
         regions.mrs.take()
     }

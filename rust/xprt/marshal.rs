@@ -14,7 +14,10 @@
 //! the locks, registers the chunks through `frwr.rs`, posts, and decides
 //! what a failure does to the connection.
 
-use super::{frwr::MAX_SEGS, stats::Stats};
+use super::{
+    frwr::MAX_SEGS,
+    stats::{bump, Delivered, Stats},
+};
 use crate::{
     errno,
     proto::{
@@ -25,7 +28,6 @@ use crate::{
     rdma::{Piece, Pieces},
     sunrpc::{PinnedRqst, Rqst, XdrLayout},
 };
-use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// A Call planned, with the memory its chunks cover cut into page pieces
@@ -216,7 +218,8 @@ impl Prepared<'_> {
         Ok(used)
     }
 
-    /// Counts the Call as [`Prepared::encode`] wrote it, once it is posted.
+    /// Counts the Call as [`Prepared::encode`] wrote it, once it is posted
+    /// (by its sender, the one context that writes these counters).
     pub(crate) fn count(&self, stats: &Stats) {
         let n = |len: usize| u64::try_from(len).unwrap_or(0);
         let Advertised {
@@ -224,32 +227,16 @@ impl Prepared<'_> {
             writes,
             write_bytes,
         } = self.advertised;
-        stats
-            .read_chunk_count
-            .fetch_add(n(reads), Ordering::Relaxed);
+        bump(&stats.read_chunk_count, n(reads));
         match self.plan.reply {
-            ReplyPlan::WriteChunk(_) => {
-                stats
-                    .write_chunk_count
-                    .fetch_add(n(writes), Ordering::Relaxed);
-            }
-            ReplyPlan::ReplyChunk { .. } => {
-                stats
-                    .reply_chunk_count
-                    .fetch_add(n(writes), Ordering::Relaxed);
-            }
+            ReplyPlan::WriteChunk(_) => bump(&stats.write_chunk_count, n(writes)),
+            ReplyPlan::ReplyChunk { .. } => bump(&stats.reply_chunk_count, n(writes)),
             ReplyPlan::Inline => {}
         }
-        stats
-            .total_rdma_request
-            .fetch_add(write_bytes, Ordering::Relaxed);
+        bump(&stats.total_rdma_request, write_bytes);
         match self.plan.call {
-            CallPlan::LongCall { .. } => {
-                stats.nomsg_call_count.fetch_add(1, Ordering::Relaxed);
-            }
-            CallPlan::Inline { .. } => {
-                stats.pullup_copy_count.fetch_add(1, Ordering::Relaxed);
-            }
+            CallPlan::LongCall { .. } => bump(&stats.nomsg_call_count, 1),
+            CallPlan::Inline { .. } => bump(&stats.pullup_copy_count, 1),
             CallPlan::ReadChunk(_) => {}
         }
     }
@@ -429,28 +416,23 @@ impl Reply<'_> {
 }
 
 /// Completes `rqst` with `outcome`, copying the inline part of its Reply
-/// from `data` (the whole received message). Runs only once nothing of the
-/// RPC's memory is reachable by the server or mapped for DMA.
-pub(crate) fn deliver(mut rqst: PinnedRqst, outcome: Outcome, data: &[u8], stats: &Stats) {
+/// from `data` (the whole received message), counted in `counts` (the
+/// delivering handler's own). Runs only once nothing of the RPC's memory
+/// is reachable by the server or mapped for DMA.
+pub(crate) fn deliver(mut rqst: PinnedRqst, outcome: Outcome, data: &[u8], counts: &Delivered) {
     let result = match outcome {
         Outcome::Inline { body_at, written } => {
             let body = data.get(body_at..).unwrap_or(&[]);
             rqst.deliver(body, written).map(|fixup| {
-                stats
-                    .fixup_copy_count
-                    .fetch_add(u64::from(fixup), Ordering::Relaxed);
-                stats
-                    .total_rdma_reply
-                    .fetch_add(u64::from(written), Ordering::Relaxed);
+                bump(&counts.fixup_copy_count, u64::from(fixup));
+                bump(&counts.total_rdma_reply, u64::from(written));
                 // C: rpclen + xdr_align_size(writelist).
                 let rpclen = u32::try_from(body.len()).unwrap_or(u32::MAX);
                 rpclen.saturating_add(written.next_multiple_of(4))
             })
         }
         Outcome::Long { len } => {
-            stats
-                .total_rdma_reply
-                .fetch_add(u64::from(len), Ordering::Relaxed);
+            bump(&counts.total_rdma_reply, u64::from(len));
             Ok(len)
         }
         Outcome::Failed(e) => Err(e),

@@ -28,8 +28,8 @@ use crate::{
         xdr::{XdrReader, XdrWriter},
     },
     rdma::{
-        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, QpCaps, Received,
-        RecvBuf, SendBuf, SockAddr,
+        CmEvent, CmEventKind, CmHandler, CmId, Completion, CompletionHandler, CompletionInfo,
+        QpCaps, Received, RecvBuf, SendBuf, SockAddr,
     },
     sunrpc::params,
 };
@@ -65,11 +65,11 @@ struct ProbeState {
     /// The last connection manager event, for the report.
     last: Option<(CmEventKind, i32)>,
     /// The Receive's completion and the start of what arrived.
-    received: Option<Completion>,
+    received: Option<CompletionInfo>,
     reply: [u8; MAX_REPLY_KEPT],
     reply_len: usize,
     /// The Send's completion.
-    sent: Option<Completion>,
+    sent: Option<CompletionInfo>,
 }
 
 impl ProbeEvents {
@@ -103,7 +103,7 @@ impl CompletionHandler for ProbeEvents {
             // Flushed at teardown: nothing to do.
             return;
         }
-        state.sent = Some(*completion);
+        state.sent = Some(completion.info());
         drop(state);
         self.changed.notify_all();
     }
@@ -114,7 +114,7 @@ impl CompletionHandler for ProbeEvents {
             return;
         }
         state.reply_len = connect::copy_prefix(&mut state.reply, rep.data());
-        state.received = Some(*completion);
+        state.received = Some(completion.info());
         drop(state);
         self.changed.notify_all();
     }
@@ -326,8 +326,8 @@ fn exchange(
 ) -> Result {
     let local = report.local;
     let size = usize::try_from(local.recv_size).map_err(|_| EINVAL)?;
-    let recv = RecvBuf::new(id.qp()?, size, events.clone())?;
-    let mut send = SendBuf::new(id.qp()?, size, events.clone())?;
+    let recv = RecvBuf::<ProbeEvents>::new(id.qp()?, size)?;
+    let mut send = SendBuf::<ProbeEvents>::new(id.qp()?, size)?;
     let responder_resources = id
         .device()
         .map_or(0, |d| u8::try_from(d.max_qp_rd_atom()).unwrap_or(u8::MAX));
@@ -336,7 +336,7 @@ fn exchange(
         // A Receive is posted before connecting, as the C client does:
         // with no RNR retries, the peer must never find none.
         *stage = "posting a Receive";
-        recv.post().map_err(|(_, e)| e)?;
+        recv.post(id.qp()?).map_err(|(_, e)| e)?;
 
         *stage = "connecting";
         let sent = report.sent.to_bytes();
@@ -365,7 +365,7 @@ fn exchange(
         })?;
         // Signaled: its buffer comes back by its own completion, as the
         // probe posts no later Send that could hand it back.
-        send.post(true).map_err(|(_, e)| e)?;
+        send.post(id.qp()?, true).map_err(|(_, e)| e)?;
 
         *stage = "waiting for the NULL reply";
         let (received, reply, reply_len) =

@@ -3,9 +3,35 @@
 //! The transport's counters (the C `struct rpcrdma_stats`), updated by the
 //! data path and read as an [`XprtStats`] snapshot by `print_stats` for
 //! `/proc/self/mountstats`.
+//!
+//! A counter that one context at a time writes is added to with [`bump`],
+//! a load and a store: no locked read-modify-write on the data path, as C
+//! increments its counters plainly. The sender writes its own counters
+//! (with the transport's write lock); each of the two completion
+//! handlers that deliver replies has a [`Delivered`] of its own, summed
+//! in the snapshot. Counters that several contexts update (errors, rare
+//! events) keep `fetch_add`.
 
 use crate::sunrpc::XprtStats;
 use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Adds `n` to `counter`, which only the caller's context writes (see the
+/// module documentation); readers see whole values.
+pub(crate) fn bump(counter: &AtomicU64, n: u64) {
+    if n != 0 {
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// What the replies one completion handler delivered carried.
+#[derive(Default)]
+pub(crate) struct Delivered {
+    pub(crate) total_rdma_reply: AtomicU64,
+    pub(crate) fixup_copy_count: AtomicU64,
+}
 
 /// Counters, in the order of the C transport's `xprt: rdma` line.
 #[derive(Default)]
@@ -14,9 +40,11 @@ pub(crate) struct Stats {
     pub(crate) write_chunk_count: AtomicU64,
     pub(crate) reply_chunk_count: AtomicU64,
     pub(crate) total_rdma_request: AtomicU64,
-    pub(crate) total_rdma_reply: AtomicU64,
+    /// Replies delivered by the Receive handler, and by a LOCAL_INV's
+    /// completion (a reply that waited for its RPC's invalidation).
+    pub(crate) delivered_received: Delivered,
+    pub(crate) delivered_invalidated: Delivered,
     pub(crate) pullup_copy_count: AtomicU64,
-    pub(crate) fixup_copy_count: AtomicU64,
     pub(crate) hardway_register_count: AtomicU64,
     pub(crate) failed_marshal_count: AtomicU64,
     pub(crate) bad_reply_count: AtomicU64,
@@ -50,9 +78,11 @@ impl Stats {
             write_chunk_count: r(&self.write_chunk_count),
             reply_chunk_count: r(&self.reply_chunk_count),
             total_rdma_request: r(&self.total_rdma_request),
-            total_rdma_reply: r(&self.total_rdma_reply),
+            total_rdma_reply: r(&self.delivered_received.total_rdma_reply)
+                .wrapping_add(r(&self.delivered_invalidated.total_rdma_reply)),
             pullup_copy_count: r(&self.pullup_copy_count),
-            fixup_copy_count: r(&self.fixup_copy_count),
+            fixup_copy_count: r(&self.delivered_received.fixup_copy_count)
+                .wrapping_add(r(&self.delivered_invalidated.fixup_copy_count)),
             hardway_register_count: r(&self.hardway_register_count),
             failed_marshal_count: r(&self.failed_marshal_count),
             bad_reply_count: r(&self.bad_reply_count),

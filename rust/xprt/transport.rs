@@ -7,21 +7,22 @@
 
 use super::{
     connect,
-    frwr::MAX_DATA_PAGES,
+    frwr::{Recorded, MAX_DATA_PAGES},
     stats::Stats,
     verbs::{Endpoint, EpShared},
 };
 use crate::{
     debugfs::{self, seq_print, SeqFile},
     errno,
-    proto::{self, header},
-    sunrpc::{params, Rqst, Xprt, XprtOps, XprtStats},
+    proto::{self, header, private_data::Negotiated},
+    sunrpc::{params, Rqst, WriteLock, WriteLocked, Xprt, XprtOps, XprtStats},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     alloc::KVec,
-    new_mutex,
+    fmt, new_mutex,
     prelude::*,
+    str::CString,
     sync::{Arc, ArcBorrow, Mutex},
 };
 
@@ -30,17 +31,22 @@ use kernel::{
 pub(crate) struct XprtState {
     xprt: Xprt,
     stats: Arc<Stats>,
+    /// The records of RPCs holding memory regions, counted by XID bucket,
+    /// of every connection: `buf_free` of an RPC whose bucket has none
+    /// returns at once, without finding the connection.
+    recorded: Arc<Recorded>,
     /// Where the instance is listed, from `attach` to `detach`.
     registry: Arc<Registry>,
-    /// The current connection, if any.
-    #[pin]
-    ep: Mutex<Option<Endpoint>>,
-    /// What the last connection's handlers share. Kept after the
-    /// connection closes, until the next one: `buf_free` must find the
+    /// The current connection, if any: only the holder of the transport's
+    /// write lock reaches it (the sender, the connect worker, the close
+    /// and the teardown), so it needs no lock of its own.
+    ep: WriteLocked<Option<Endpoint>>,
+    /// The last connection, for those without the write lock. Kept after
+    /// the connection closes, until the next one: `buf_free` must find the
     /// regions of an RPC while its connection is being torn down (the
     /// teardown takes `ep` first), and wait for the drain.
     #[pin]
-    last: Mutex<Option<Arc<EpShared>>>,
+    last: Mutex<Option<Last>>,
     /// The last connection attempt failed: back off before the next.
     connect_failed: AtomicBool,
     /// The last connection ended at a fault of the server (a message that
@@ -54,13 +60,30 @@ pub(crate) struct XprtState {
     inline_recv: AtomicU32,
 }
 
+/// What the transport keeps of its last connection ([`XprtState::last`]).
+struct Last {
+    /// What its handlers share.
+    shared: Arc<EpShared>,
+    /// What was negotiated, and the device, for the report.
+    negotiated: Negotiated,
+    device: Option<CString>,
+    /// Not closed yet.
+    open: bool,
+}
+
 impl XprtState {
-    fn new(xprt: Xprt, stats: Arc<Stats>, registry: Arc<Registry>) -> impl PinInit<Self> {
+    fn new(
+        xprt: Xprt,
+        stats: Arc<Stats>,
+        recorded: Arc<Recorded>,
+        registry: Arc<Registry>,
+    ) -> impl PinInit<Self> {
         pin_init!(Self {
             xprt,
             stats,
+            recorded,
             registry,
-            ep <- new_mutex!(None),
+            ep: WriteLocked::new(*xprt, None),
             last <- new_mutex!(None),
             connect_failed: AtomicBool::new(false),
             peer_fault: AtomicBool::new(false),
@@ -73,14 +96,17 @@ impl XprtState {
         seq_print!(m, "xprt {}\n", self.xprt.peer());
         let (cong, cwnd) = self.xprt.window();
         seq_print!(m, "  cong {}\n  cwnd {}\n", cong, cwnd);
-        let ep = self.ep.lock();
-        let Some(ep) = ep.as_ref() else {
+        let last = self.last.lock();
+        let Some(ep) = last.as_ref().filter(|l| l.open) else {
             seq_print!(m, "  connected no\n");
             return;
         };
         let n = &ep.negotiated;
-        seq_print!(m, "  connected yes\n  device {}\n", &*ep.device);
-        match ep.peer() {
+        match &ep.device {
+            Some(device) => seq_print!(m, "  connected yes\n  device {}\n", &**device),
+            None => seq_print!(m, "  connected yes\n  device ?\n"),
+        }
+        match n.peer {
             Some(p) => seq_print!(
                 m,
                 "  peer_send_size {}\n  peer_recv_size {}\n  peer_remote_invalidation {}\n",
@@ -158,7 +184,11 @@ impl XprtOps for XprtState {
 
     fn attach(registry: ArcBorrow<'_, Registry>, xprt: Xprt) -> Result<Arc<Self>> {
         let stats = Arc::new(Stats::default(), GFP_KERNEL)?;
-        let state = Arc::pin_init(XprtState::new(xprt, stats, registry.into()), GFP_KERNEL)?;
+        let recorded = Recorded::new()?;
+        let state = Arc::pin_init(
+            XprtState::new(xprt, stats, recorded, registry.into()),
+            GFP_KERNEL,
+        )?;
         {
             let mut xprts = state.registry.xprts.lock();
             match xprts.iter_mut().find(|x| x.is_none()) {
@@ -169,8 +199,8 @@ impl XprtOps for XprtState {
         Ok(state)
     }
 
-    fn detach(this: Arc<Self>) {
-        Self::close(&this);
+    fn detach(this: Arc<Self>, lock: &mut WriteLock<'_>) {
+        Self::close(&this, lock);
         for x in this.registry.xprts.lock().iter_mut() {
             if x.as_ref().is_some_and(|x| Arc::ptr_eq(x, &this)) {
                 *x = None;
@@ -178,17 +208,20 @@ impl XprtOps for XprtState {
         }
     }
 
-    fn connect(&self) -> Result {
-        // A connection that was lost without a close goes first (outside
-        // the lock: its teardown waits for the drain).
-        let old = self.ep.lock().take();
-        drop(old);
+    fn connect(&self, lock: &mut WriteLock<'_>) -> Result {
+        let ep_slot = self.ep.get(lock)?;
+        // A connection that was lost without a close goes first; what is
+        // kept of it (for `buf_free`) says it is closed.
+        drop(ep_slot.take());
+        if let Some(last) = self.last.lock().as_mut() {
+            last.open = false;
+        }
         let after_fault = self.peer_fault.load(Ordering::Relaxed);
         // The test hooks can fail the attempt as a failed allocation would.
         let attempt = if params::fail_connect() {
             Err(ENOMEM)
         } else {
-            Endpoint::connect(self.xprt, &self.stats, after_fault)
+            Endpoint::connect(self.xprt, &self.stats, &self.recorded, after_fault)
         };
         match attempt {
             Ok(ep) => {
@@ -196,9 +229,16 @@ impl XprtOps for XprtState {
                 self.inline_send.store(n.inline_send, Ordering::Relaxed);
                 self.inline_recv.store(n.inline_recv, Ordering::Relaxed);
                 // The previous connection was torn down above: nothing of
-                // it is held any more.
-                *self.last.lock() = Some(ep.shared.clone());
-                *self.ep.lock() = Some(ep);
+                // it is held any more. The device's name is only for the
+                // report.
+                let device = CString::try_from_fmt(fmt!("{}", &*ep.device)).ok();
+                *self.last.lock() = Some(Last {
+                    shared: ep.shared.clone(),
+                    negotiated: ep.negotiated,
+                    device,
+                    open: true,
+                });
+                *ep_slot = Some(ep);
                 self.connect_failed.store(false, Ordering::Relaxed);
                 self.peer_fault.store(false, Ordering::Relaxed);
                 Ok(())
@@ -221,16 +261,24 @@ impl XprtOps for XprtState {
         self.peer_fault.load(Ordering::Relaxed)
     }
 
-    fn close(&self) {
-        let ep = self.ep.lock().take();
+    fn close(&self, lock: &mut WriteLock<'_>) {
+        // Its teardown waits for the drain.
+        let ep = self.ep.get(lock).ok().and_then(Option::take);
         drop(ep);
-        let faulted = self.last.lock().as_ref().is_some_and(|s| s.peer_faulted());
+        let faulted = {
+            let mut last = self.last.lock();
+            last.as_mut().is_some_and(|l| {
+                l.open = false;
+                l.shared.peer_faulted()
+            })
+        };
         self.peer_fault.store(faulted, Ordering::Relaxed);
     }
 
-    fn send_request(&self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
-        let mut ep = self.ep.lock();
-        ep.as_mut()
+    fn send_request(&self, lock: &mut WriteLock<'_>, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
+        self.ep
+            .get(lock)?
+            .as_mut()
             .ok_or_else(errno::enotconn)?
             .send(rqst, bc_reply)
     }
@@ -238,7 +286,12 @@ impl XprtOps for XprtState {
     /// An RPC timed out: the connection is reset to probe the server, and
     /// the loss logged as the connection's own (once).
     fn timer(&self) {
-        let shared = self.ep.lock().as_ref().map(|ep| ep.shared.clone());
+        let shared = self
+            .last
+            .lock()
+            .as_ref()
+            .filter(|l| l.open)
+            .map(|l| l.shared.clone());
         if let Some(shared) = shared {
             shared.timed_out();
         }
@@ -247,7 +300,13 @@ impl XprtOps for XprtState {
     /// `buf_free`: returns only when nothing of RPC `xid` is registered,
     /// or reachable through a QP that may still execute. Sleeps.
     fn buf_free(&self, xid: u32) {
-        let shared = self.last.lock().clone();
+        // Most often the reply came and the server invalidated what the RPC
+        // held: no connection has a record of it, and there is nothing to
+        // wait for (the caller has seen the RPC sent, so its `register`).
+        if self.recorded.none(xid) {
+            return;
+        }
+        let shared = self.last.lock().as_ref().map(|l| l.shared.clone());
         if let Some(shared) = shared {
             shared.release_rpc_sync(xid);
         }

@@ -15,14 +15,13 @@ use super::{
     connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
     frwr::{Answer, Gate, Invalidated, MrList, MrPool, Recorded, MAX_DATA_PAGES, MAX_SEGS},
     marshal::{self, Incoming, Outcome},
-    stats::Stats,
+    stats::{bump, Delivered, Stats},
 };
 use crate::{
     errno,
     proto::{
         chunks::Thresholds,
         credits::Credits,
-        header::Offer,
         private_data::{self, Negotiated},
     },
     rdma::{
@@ -35,7 +34,7 @@ use crate::{
         Budget, PinnedRqst, Rqst, Xprt,
     },
 };
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     alloc::{KVVec, KVec},
     fmt, new_condvar, new_spinlock,
@@ -150,7 +149,9 @@ impl core::fmt::Display for Loss {
     }
 }
 
-/// The Send buffers that are not posted, as a stack.
+/// Send buffers that are not posted, as a stack: those the completions
+/// handed back ([`EpShared::free_sends`]), or those the sender took from
+/// there ([`Endpoint::stash`]).
 ///
 /// # Invariants
 ///
@@ -171,6 +172,16 @@ impl FreeSends {
         }
     }
 
+    /// Room for `n` buffers, and none in it.
+    fn with_room(n: usize) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(None, GFP_KERNEL)?;
+        }
+        // INVARIANT: no buffer.
+        Ok(Self { slots, len: 0 })
+    }
+
     /// All of `bufs`, free.
     fn new(bufs: KVVec<SendBuf<EpShared>>) -> Result<Self> {
         let mut slots = KVVec::with_capacity(bufs.len(), GFP_KERNEL)?;
@@ -189,6 +200,14 @@ impl FreeSends {
         let buf = self.slots.get_mut(self.len.checked_sub(1)?)?.take()?;
         self.len -= 1;
         Some((buf, self.len))
+    }
+
+    /// Moves every buffer of `self` to `to`; those `to` has no room for
+    /// (none, for two stacks with room for every buffer) are dropped.
+    fn move_all(&mut self, to: &mut Self) {
+        while let Some((buf, _)) = self.take() {
+            drop(to.put(buf));
+        }
     }
 
     /// Returns `buf`, taken before, to the stack; hands it back if there
@@ -220,9 +239,14 @@ pub(crate) struct EpShared {
     events: ConnEvents,
     pub(crate) xprt: Xprt,
     pub(crate) stats: Arc<Stats>,
-    /// The Send buffers not posted.
+    /// The Send buffers the completions handed back, which the sender
+    /// takes all at once into its stash when that is empty.
     #[pin]
     free_sends: SpinLock<FreeSends>,
+    /// How many `free_sends` has, as last stored under its lock: read
+    /// without it by the sender, the one who takes from there, so never
+    /// more than there are.
+    free_hint: AtomicUsize,
     /// The connection was established and not yet torn down: losing it
     /// must be reported to sunrpc (once).
     live: AtomicBool,
@@ -265,6 +289,7 @@ impl EpShared {
             xprt,
             stats,
             free_sends <- new_spinlock!(FreeSends::empty()),
+            free_hint: AtomicUsize::new(0),
             live: AtomicBool::new(false),
             peer_fault: AtomicBool::new(false),
             after_fault,
@@ -289,9 +314,9 @@ impl EpShared {
     pub(crate) fn release_rpc_sync(&self, xid: u32) {
         // Most often the reply came, the server invalidated what the RPC
         // held, and its record went with the reply: nothing to take the
-        // lock for, which the sender and the Receive handler want.
+        // lock for, which the sender and the Receive handler want (the
+        // transport checks that before it even finds this connection).
         if self.recorded.none(xid) {
-            self.xprt.write_space();
             return;
         }
         let (held, posted, ok) = {
@@ -299,9 +324,7 @@ impl EpShared {
             let Regs { gate, pool } = &mut *regs;
             pool.release(xid, gate)
         };
-        self.stats
-            .local_inv_needed
-            .fetch_add(u64::from(posted), Ordering::Relaxed);
+        self.count_local_invs(posted);
         if !ok {
             self.connection_lost(Loss::Invalidate);
         }
@@ -357,61 +380,51 @@ impl EpShared {
     /// QP's own posting lock is what keeps a post from following the
     /// drain. A Receive posted between the gate's closing and the drain
     /// completes, is flushed, or is freed with the QP, like every other.
-    fn repost(&self, rep: Received<Self>) {
-        if let Err((rep, _)) = rep.repost() {
+    fn repost(&self, rep: Received<Self>, done: &Completion) {
+        if let Err((rep, _)) = rep.repost(done) {
             drop(rep);
             self.connection_lost(Loss::Post("Receive"));
         }
     }
 
-    /// Delivers a reply whose RPC's memory is unreachable, then reposts
-    /// its Receive buffer.
-    fn finish(&self, d: Deferred) {
+    /// Delivers a reply whose RPC's memory is unreachable, counted in the
+    /// delivering handler's `counts`, then reposts its Receive buffer (the
+    /// handler's completion `done` is of the same QP).
+    fn finish(&self, d: Deferred, counts: &Delivered, done: &Completion) {
         #[cfg(rpcrdma_rs_test_hooks)]
         if let Some(check) = d.check {
             check.report(&self.xprt, d.xid);
         }
-        marshal::deliver(d.rqst, d.outcome, d.rep.data(), &self.stats);
-        self.repost(d.rep);
+        marshal::deliver(d.rqst, d.outcome, d.rep.data(), counts);
+        self.repost(d.rep, done);
     }
 
-    /// A reply was accepted for `rqst`: deliver it once nothing of the RPC
-    /// is reachable by the server. Called only from the Receive completion
-    /// handler, which the CQ's workqueue runs one completion at a time: a
-    /// reply delivered here (`Answer::Now`) has completed its RPC, taking
-    /// it off sunrpc's receive queue, before the next reply is looked up,
-    /// as `MrPool::answer` requires.
-    fn answer(&self, xid: u32, rqst: PinnedRqst, outcome: Outcome, rep: Received<Self>) {
-        // None on a device that does not check the key (siw), which is
-        // also where Send With Invalidate is not offered (`connect::local`):
-        // the region then gets a LOCAL_INV, allowed on an invalid key.
-        let remote_inv = rep.remote_invalidation();
-        let d = Deferred {
-            #[cfg(rpcrdma_rs_test_hooks)]
-            xid,
-            #[cfg(rpcrdma_rs_test_hooks)]
-            check: None,
-            rqst,
-            outcome,
-            rep,
-        };
-        let (answer, posted, remote, ok) = {
-            let mut regs = self.regs.lock();
-            let Regs { gate, pool } = &mut *regs;
-            let mut answered = pool.answer(xid, remote_inv, gate, d);
-            if let Answer::Now(d) = &mut answered.0 {
-                handed_out(pool, d);
-            }
-            answered
-        };
-        if remote {
+    /// Counts LOCAL_INVs posted (by `buf_free` or the Receive handler:
+    /// two contexts, so a locked add, and only when there were any).
+    fn count_local_invs(&self, posted: u32) {
+        if posted != 0 {
             self.stats
-                .remote_invalidations
-                .fetch_add(1, Ordering::Relaxed);
+                .local_inv_needed
+                .fetch_add(u64::from(posted), Ordering::Relaxed);
         }
-        self.stats
-            .local_inv_needed
-            .fetch_add(u64::from(posted), Ordering::Relaxed);
+    }
+
+    /// Acts on what the pool decided for the reply it accepted for RPC
+    /// `xid` ([`MrPool::answer`], under `regs`, in `handle_reply`): deliver
+    /// it now if nothing of the RPC is reachable by the server, else later
+    /// (a LOCAL_INV's completion hands it out), or drop a duplicate. Called
+    /// only from the Receive completion handler, which the CQ's workqueue
+    /// runs one completion at a time: a reply delivered here
+    /// (`Answer::Now`) has completed its RPC, taking it off sunrpc's
+    /// receive queue, before the next reply is looked up, as
+    /// `MrPool::answer` requires.
+    fn answered(&self, xid: u32, answered: (Answer<Deferred>, u32, bool, bool), done: &Completion) {
+        let (answer, posted, remote, ok) = answered;
+        if remote {
+            // Only this handler counts them.
+            bump(&self.stats.remote_invalidations, 1);
+        }
+        self.count_local_invs(posted);
         if !ok {
             self.connection_lost(Loss::Invalidate);
         }
@@ -420,7 +433,7 @@ impl EpShared {
             self.xprt.write_space();
         }
         match answer {
-            Answer::Now(d) => self.finish(d),
+            Answer::Now(d) => self.finish(d, &self.stats.delivered_received, done),
             Answer::Later => {}
             Answer::Duplicate(d) => {
                 self.stats.duplicate_replies.fetch_add(1, Ordering::Relaxed);
@@ -438,7 +451,7 @@ impl EpShared {
                     );
                 }
                 drop(d.rqst);
-                self.repost(d.rep);
+                self.repost(d.rep, done);
             }
         }
     }
@@ -456,6 +469,7 @@ impl EpShared {
     fn bad_reply(
         &self,
         rep: Received<Self>,
+        done: &Completion,
         xid: Option<u32>,
         kind: ReplyError,
         what: core::fmt::Arguments<'_>,
@@ -470,7 +484,7 @@ impl EpShared {
         }
         self.peer_fault.store(true, Ordering::Relaxed);
         self.connection_lost(Loss::BadReply);
-        self.repost(rep);
+        self.repost(rep, done);
     }
 
     /// A message was taken: sunrpc's reconnect backoff starts again
@@ -485,12 +499,13 @@ impl EpShared {
     }
 
     /// Handles one received message (C: `rpcrdma_reply_handler`).
-    fn handle_reply(&self, rep: Received<Self>) {
+    fn handle_reply(&self, rep: Received<Self>, done: &Completion) {
         let reply = match marshal::classify(rep.data()) {
             Incoming::Short => {
                 let len = rep.data().len();
                 return self.bad_reply(
                     rep,
+                    done,
                     None,
                     ReplyError::Short,
                     fmt!("short transport header ({} bytes)", len),
@@ -499,6 +514,7 @@ impl EpShared {
             Incoming::Bad { xid, why } => {
                 return self.bad_reply(
                     rep,
+                    done,
                     xid,
                     ReplyError::Malformed,
                     fmt!("bad transport header: {:?}", why),
@@ -507,12 +523,12 @@ impl EpShared {
             Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
                 Ok(()) => {
                     self.taken();
-                    return self.repost(rep);
+                    return self.repost(rep, done);
                 }
                 // No callback service: not a Call for us after all.
                 Err(e) if e == errno::enoprotoopt() => match marshal::classify(rep.data()) {
                     Incoming::Reply(reply) => reply,
-                    _ => return self.repost(rep),
+                    _ => return self.repost(rep, done),
                 },
                 Err(e) => {
                     if sunrpc::ratelimit(Budget::Fault) {
@@ -524,7 +540,7 @@ impl EpShared {
                         self.peer_fault.store(true, Ordering::Relaxed);
                     }
                     self.connection_lost(Loss::Backchannel);
-                    return self.repost(rep);
+                    return self.repost(rep, done);
                 }
             },
             Incoming::Reply(reply) => reply,
@@ -548,7 +564,7 @@ impl EpShared {
                     xid
                 );
             }
-            return self.repost(rep);
+            return self.repost(rep, done);
         };
         if let Some(credit) = reply.credit {
             let max = self.max_requests.load(Ordering::Relaxed);
@@ -581,8 +597,10 @@ impl EpShared {
                     self.grant_logged.store(true, Ordering::Relaxed);
                 }
             }
-            let old = self.credits.swap(granted, Ordering::AcqRel);
+            // Only this handler writes the grant: no locked exchange.
+            let old = self.credits.load(Ordering::Relaxed);
             if old != granted {
+                self.credits.store(granted, Ordering::Relaxed);
                 self.xprt.set_cwnd(granted);
                 trace::credits(&self.xprt, old, granted);
             }
@@ -605,25 +623,74 @@ impl EpShared {
             }
         }
         let (buflen, page_room) = rqst.rcv_room();
-        // Against what the RPC registered on this connection, which its
-        // record keeps until the reply is accepted. An RPC with no record
-        // offered nothing, and the lock is not needed to know it.
-        let checked = if self.recorded.none(xid) {
-            reply.outcome(&Offer::Inline, buflen, page_room)
-        } else {
-            let regs = self.regs.lock();
-            reply.outcome(&regs.pool.offered(xid), buflen, page_room)
-        };
-        match checked {
-            Ok(outcome) => {
-                self.taken();
-                self.answer(xid, rqst, outcome, rep);
-            }
-            Err(what) => {
-                drop(rqst);
-                self.bad_reply(rep, Some(xid), ReplyError::BadChunk, fmt!("{}", what));
-            }
+        // An RPC with no record registered nothing on this connection: it
+        // offered no chunk, and nothing of it can be reachable, so its
+        // reply is checked and delivered without the pool's lock. (The test
+        // hooks' witness takes it, to check the delivery against what was
+        // posted, as it checks every other one.)
+        if self.recorded.none(xid) {
+            return match reply.outcome(&crate::proto::header::Offer::Inline, buflen, page_room) {
+                Ok(outcome) => {
+                    self.taken();
+                    #[cfg(rpcrdma_rs_test_hooks)]
+                    let check = Some(self.regs.lock().pool.witness().check(xid));
+                    let d = Deferred {
+                        #[cfg(rpcrdma_rs_test_hooks)]
+                        xid,
+                        #[cfg(rpcrdma_rs_test_hooks)]
+                        check,
+                        rqst,
+                        outcome,
+                        rep,
+                    };
+                    self.finish(d, &self.stats.delivered_received, done);
+                }
+                Err(what) => {
+                    drop(rqst);
+                    self.bad_reply(rep, done, Some(xid), ReplyError::BadChunk, fmt!("{}", what));
+                }
+            };
         }
+        // Checked against what the RPC registered on this connection, which
+        // its record keeps until the reply is accepted, and accepted, under
+        // one hold of the lock.
+        // `remote_inv` is None on a device that does not check the key
+        // (siw), which is also where Send With Invalidate is not offered
+        // (`connect::local`): the region then gets a LOCAL_INV, allowed on
+        // an invalid key.
+        let remote_inv = rep.remote_invalidation();
+        let mut regs = self.regs.lock();
+        let outcome = match reply.outcome(&regs.pool.offered(xid), buflen, page_room) {
+            Ok(outcome) => outcome,
+            Err(what) => {
+                drop(regs);
+                drop(rqst);
+                return self.bad_reply(
+                    rep,
+                    done,
+                    Some(xid),
+                    ReplyError::BadChunk,
+                    fmt!("{}", what),
+                );
+            }
+        };
+        let d = Deferred {
+            #[cfg(rpcrdma_rs_test_hooks)]
+            xid,
+            #[cfg(rpcrdma_rs_test_hooks)]
+            check: None,
+            rqst,
+            outcome,
+            rep,
+        };
+        let Regs { gate, pool } = &mut *regs;
+        let mut answered = pool.answer(xid, remote_inv, gate, d);
+        if let Answer::Now(d) = &mut answered.0 {
+            handed_out(pool, d);
+        }
+        drop(regs);
+        self.taken();
+        self.answered(xid, answered, done);
     }
 }
 
@@ -687,7 +754,9 @@ impl MrHandler for EpShared {
             result
         };
         match result {
-            Invalidated::Done(Some(d)) => self.finish(d),
+            Invalidated::Done(Some(d)) => {
+                self.finish(d, &self.stats.delivered_invalidated, completion)
+            }
             // Its RPC is retransmitted on the next connection; the drain
             // settles its memory.
             Invalidated::Flushed(d) => {
@@ -737,7 +806,12 @@ impl CompletionHandler for EpShared {
         if !completion.is_success() {
             self.completion_failed("Send", completion);
         }
-        let stray = self.free_sends.lock().put(buf);
+        let stray = {
+            let mut free = self.free_sends.lock();
+            let stray = free.put(buf);
+            self.free_hint.store(free.len, Ordering::Relaxed);
+            stray
+        };
         drop(stray);
         self.xprt.write_space();
     }
@@ -748,7 +822,9 @@ impl CompletionHandler for EpShared {
     fn sent_batch(&self, mut batch: SentBatch<Self>, _completion: &Completion) {
         let stray = {
             let mut free = self.free_sends.lock();
-            batch.find_map(|buf| free.put(buf).err())
+            let stray = batch.find_map(|buf| free.put(buf).err());
+            self.free_hint.store(free.len, Ordering::Relaxed);
+            stray
         };
         // Outside the lock: a buffer with no room in the pool (none, unless
         // it is not one of the pool's), and any after it, are freed.
@@ -772,7 +848,7 @@ impl CompletionHandler for EpShared {
         if let Some(rkey) = completion.invalidated_rkey {
             self.regs.lock().pool.witness().remote_invalidated(rkey);
         }
-        self.handle_reply(rep);
+        self.handle_reply(rep, completion);
     }
 }
 
@@ -795,6 +871,9 @@ pub(crate) struct Endpoint {
     /// Sends posted unsignaled since the last signaled one (C:
     /// `re_send_count`, counting up).
     unsignaled: u32,
+    /// The free Send buffers the sender took from [`EpShared::free_sends`]
+    /// (with room for all), its own to take from without a lock.
+    stash: FreeSends,
     /// Where each Call's pieces are cut, for its Read chunk and for its
     /// Write or Reply chunk: sized for the largest RPC when connecting,
     /// so that sending rarely allocates. Empty between Calls.
@@ -910,9 +989,16 @@ impl Endpoint {
     /// RFC 8797 private data; traces the attempt's end. Sleeps.
     /// `after_fault`: the connection before ended at a fault of the server
     /// ([`EpShared::peer_faulted`]).
-    pub(crate) fn connect(xprt: Xprt, stats: &Arc<Stats>, after_fault: bool) -> Result<Self> {
+    /// `recorded` counts the records of every connection of the transport
+    /// (see [`Recorded`]).
+    pub(crate) fn connect(
+        xprt: Xprt,
+        stats: &Arc<Stats>,
+        recorded: &Arc<Recorded>,
+        after_fault: bool,
+    ) -> Result<Self> {
         let mut attempt = Attempt::default();
-        let result = Self::establish(xprt, stats, after_fault, &mut attempt);
+        let result = Self::establish(xprt, stats, recorded, after_fault, &mut attempt);
         trace::connect(
             &xprt,
             attempt.device.as_deref(),
@@ -926,10 +1012,10 @@ impl Endpoint {
     fn establish(
         xprt: Xprt,
         stats: &Arc<Stats>,
+        recorded: &Arc<Recorded>,
         after_fault: bool,
         attempt: &mut Attempt,
     ) -> Result<Self> {
-        let recorded = Recorded::new()?;
         let shared = Arc::pin_init(
             EpShared::new(xprt, stats.clone(), after_fault, recorded.clone()),
             GFP_KERNEL,
@@ -982,6 +1068,7 @@ impl Endpoint {
             thresholds: Thresholds::new(1024, 1024, 2, u32::MAX, 4096),
             send_batch: sizes.send_batch,
             unsignaled: 0,
+            stash: FreeSends::with_room(usize::try_from(sizes.sends)?)?,
             pieces,
             mrs: None,
             pending: RegChain::new()?,
@@ -992,17 +1079,24 @@ impl Endpoint {
         // installed.
         let mut sends = KVVec::with_capacity(usize::try_from(sizes.sends)?, GFP_KERNEL)?;
         for _ in 0..sizes.sends {
-            sends.push(SendBuf::new(&qp, send_size, ep.shared.clone())?, GFP_KERNEL)?;
+            sends.push(SendBuf::<EpShared>::new(&qp, send_size)?, GFP_KERNEL)?;
         }
         let sends = FreeSends::new(sends)?;
-        *ep.shared.free_sends.lock() = sends;
+        {
+            let mut free = ep.shared.free_sends.lock();
+            *free = sends;
+            ep.shared.free_hint.store(free.len, Ordering::Relaxed);
+        }
         let mut recvs = KVVec::with_capacity(usize::try_from(sizes.receives)?, GFP_KERNEL)?;
         for _ in 0..sizes.receives {
-            recvs.push(RecvBuf::new(&qp, recv_size, ep.shared.clone())?, GFP_KERNEL)?;
+            recvs.push(RecvBuf::<EpShared>::new(&qp, recv_size)?, GFP_KERNEL)?;
         }
         let mut mrs = KVec::with_capacity(usize::try_from(REGIONS)?, GFP_KERNEL)?;
+        let mut keys = KVec::with_capacity(usize::try_from(REGIONS)?, GFP_KERNEL)?;
         for i in 0..REGIONS {
-            mrs.push(Mr::new(&qp, sizes.depth, i, ep.shared.clone())?, GFP_KERNEL)?;
+            let (mr, key) = Mr::new(&qp, sizes.depth, i, ep.shared.clone())?;
+            mrs.push(mr, GFP_KERNEL)?;
+            keys.push(key, GFP_KERNEL)?;
         }
         // A record for every RPC the slot table can hold, not only those
         // the credits let fly: an answered RPC may keep its record (as the
@@ -1010,7 +1104,13 @@ impl Endpoint {
         // another.
         let mrs = Arc::new(mrs, GFP_KERNEL)?;
         ep.mrs = Some(mrs.clone());
-        let pool = MrPool::new(mrs, sizes.depth, usize::try_from(slots)?, recorded)?;
+        let pool = MrPool::new(
+            mrs,
+            keys,
+            sizes.depth,
+            usize::try_from(slots)?,
+            recorded.clone(),
+        )?;
         {
             let mut regs = ep.shared.regs.lock();
             regs.pool = pool;
@@ -1026,7 +1126,7 @@ impl Endpoint {
         // them all before connecting, as the C client does. Each belongs to
         // the QP until its completion hands it back.
         for rep in recvs {
-            rep.post().map_err(|(_, e)| e)?;
+            rep.post(&qp).map_err(|(_, e)| e)?;
         }
         xprt.reset_cwnd();
         let sent = local.private_data().to_bytes();
@@ -1079,31 +1179,46 @@ impl Endpoint {
     /// reply (`bc_reply`) grants the server its backchannel credits and
     /// goes inline only.
     pub(crate) fn send(&mut self, rqst: &Rqst<'_>, bc_reply: bool) -> Result {
-        let shared = &self.shared;
-        // Not in the `match`: the guard would live through its arms.
-        let taken = shared.free_sends.lock().take();
-        let (buf, left) = match taken {
+        let (buf, left) = match self.take_send() {
             Some(taken) => taken,
             None => {
+                let shared = &self.shared;
                 shared.stats.empty_sendctx_q.fetch_add(1, Ordering::Relaxed);
                 shared.xprt.wait_for_buffer_space();
                 // A completion may have freed one before we marked the wait.
-                let taken = shared.free_sends.lock().take();
-                taken.ok_or(EAGAIN)?
+                self.take_send().ok_or(EAGAIN)?
             }
         };
         let mut slot = Some(buf);
         let result = self.post_one(&mut slot, rqst, bc_reply, left);
         if let Some(buf) = slot {
-            // Not posted: back to the free ones.
-            let stray = self.shared.free_sends.lock().put(buf);
-            drop(stray);
+            // Not posted: back to the stash.
+            drop(self.stash.put(buf));
         }
         result
     }
 
-    /// Whether to signal the next Send, `left` Send buffers being free
-    /// once it took its own (C: `frwr_send`). An unsignaled Send keeps its
+    /// A free Send buffer, and how many others are free at least: from the
+    /// stash, which takes every buffer the completions handed back, under
+    /// one hold of their lock, when it is empty (so the lock is taken once
+    /// a batch of Sends, not once a Send).
+    fn take_send(&mut self) -> Option<(SendBuf<EpShared>, usize)> {
+        if self.stash.len == 0 {
+            let mut free = self.shared.free_sends.lock();
+            free.move_all(&mut self.stash);
+            self.shared.free_hint.store(0, Ordering::Relaxed);
+        }
+        let (buf, left) = self.stash.take()?;
+        // Only this sender takes from `free_sends`: the hint is no more
+        // than it holds, and `left` no more than are free.
+        let left = left.saturating_add(self.shared.free_hint.load(Ordering::Relaxed));
+        Some((buf, left))
+    }
+
+    /// Whether to signal the next Send, `left` Send buffers at least being
+    /// free once it took its own (`take_send`; fewer only signals more)
+    /// (C: `frwr_send`). The pool is the stash and `free_sends`. An
+    /// unsignaled Send keeps its
     /// buffer until a later signaled Send completes successfully (or the
     /// connection ends), so:
     ///
@@ -1113,7 +1228,7 @@ impl Endpoint {
     /// - and every Send that leaves fewer than `send_batch` buffers free,
     ///   in particular the one that takes the last. So whenever the pool
     ///   is empty, the last Send to empty it (Sends are taken and posted
-    ///   one at a time, under the transport's `ep` mutex) was posted
+    ///   one at a time, by the holder of the transport's write lock) was posted
     ///   signaled, and its
     ///   completion has not been handled: no buffer came back since
     ///   (after one did, only a later Send could empty the pool again),
@@ -1140,8 +1255,9 @@ impl Endpoint {
     /// chain, after it is let go (C: `frwr_send`): the Receive handler and
     /// `buf_free` do not wait for the device. Until the chain is posted
     /// the server has not seen the Call, so no reply of its can answer it,
-    /// and only this sender posts REG_MRs, under the transport's `ep`
-    /// mutex, which the teardown that takes the regions away holds too.
+    /// and only this sender posts REG_MRs, with the transport's write lock
+    /// (`XPRT_LOCKED`), which the teardown that takes the regions away
+    /// holds too.
     fn post_one(
         &mut self,
         slot: &mut Option<SendBuf<EpShared>>,
@@ -1162,15 +1278,32 @@ impl Endpoint {
         )?;
 
         let stats = &shared.stats;
+        let inline_send = self.negotiated.inline_send;
+        let (read_pieces, write_pieces) = prepared.pieces();
+        if read_pieces.is_empty() && write_pieces.is_empty() {
+            // A Call with no chunk registers nothing: it needs neither the
+            // pool nor its lock, and is copied into the buffer without it.
+            // Nor the gate: it is open while the sender has the endpoint
+            // (only the endpoint's drop closes it), and the QP refuses a
+            // post once it is shut down.
+            let filled = match slot.as_mut() {
+                Some(buf) => buf.fill_with(|out| prepared.encode(out, inline_send, None, None)),
+                None => Err(EINVAL),
+            };
+            let filled = filled.inspect_err(|_| {
+                stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
+            })?;
+            let xid = prepared.xid();
+            prepared.count(stats);
+            drop(prepared);
+            return self.post_filled(slot, None, filled, left, false, xid);
+        }
         let mut regs = shared.regs.lock();
         if !matches!(regs.gate, Gate::Open) {
             return Err(errno::enotconn());
         }
         let pool = &mut regs.pool;
-        let (read_pieces, write_pieces) = prepared.pieces();
-        let rec = if read_pieces.is_empty() && write_pieces.is_empty() {
-            None
-        } else {
+        let rec = {
             match pool.register(
                 prepared.xid(),
                 read_pieces,
@@ -1192,7 +1325,6 @@ impl Endpoint {
             }
         };
 
-        let inline_send = self.negotiated.inline_send;
         let pad = rec.and_then(|rec| pool.write_pad(rec));
         let filled = match slot.as_mut() {
             Some(buf) => buf.fill_with(|out| {
@@ -1244,7 +1376,23 @@ impl Endpoint {
         let xid = prepared.xid();
         prepared.count(stats);
         drop(prepared);
+        self.post_filled(slot, rec, filled, left, pad_chained, xid)
+    }
 
+    /// Posts the Send buffer in `slot`, `filled` bytes of Call `xid`, with
+    /// the REG_MRs prepared for its record `rec` (and the pad's, when
+    /// `pad_chained`), if it has one; `left` buffers are free besides it.
+    fn post_filled(
+        &mut self,
+        slot: &mut Option<SendBuf<EpShared>>,
+        rec: Option<usize>,
+        filled: usize,
+        left: usize,
+        pad_chained: bool,
+        xid: u32,
+    ) -> Result {
+        let shared = &self.shared;
+        let stats = &shared.stats;
         // The buffer belongs to the QP until its completion (or, if not
         // signaled, that of a later signaled Send) hands it back.
         // A Send of a page or more is signaled too: siw hands such an
@@ -1258,10 +1406,12 @@ impl Endpoint {
         // Not posted, REG_MRs prepared or not, the cases that cannot be
         // (`fill_with` found the buffer; the pool's regions are these)
         // fail as a refused post would: the record waits for the drain.
-        let posted = match (slot.take(), rec, self.mrs.as_deref()) {
-            (Some(buf), None, _) => buf.post(signaled),
-            (Some(buf), Some(_), Some(mrs)) => buf.post_chained(signaled, mrs, &mut self.pending),
-            (buf, _, _) => Err((buf, EINVAL)),
+        let posted = match (slot.take(), rec, self.mrs.as_deref(), self.id.qp()) {
+            (Some(buf), None, _, Ok(qp)) => buf.post(qp, signaled),
+            (Some(buf), Some(_), Some(mrs), Ok(qp)) => {
+                buf.post_chained(qp, signaled, mrs, &mut self.pending)
+            }
+            (buf, _, _, _) => Err((buf, EINVAL)),
         };
         if let Err((buf, _)) = posted {
             // Unless the device took the Send for all its error: then its
@@ -1283,19 +1433,14 @@ impl Endpoint {
         }
         // The QP took the whole chain, the pad's REG_MR with it.
         self.pad_posted |= pad_chained;
-        stats.sends.fetch_add(1, Ordering::Relaxed);
+        bump(&stats.sends, 1);
         self.unsignaled = if signaled {
-            stats.sends_signaled.fetch_add(1, Ordering::Relaxed);
+            bump(&stats.sends_signaled, 1);
             0
         } else {
             self.unsignaled.saturating_add(1)
         };
         Ok(())
-    }
-
-    /// The peer's private data, for reports.
-    pub(crate) fn peer(&self) -> Option<private_data::PrivateData> {
-        self.negotiated.peer
     }
 }
 
