@@ -347,14 +347,20 @@ pub(crate) struct MrPool<H: MrHandler, P> {
     recorded: Option<Arc<Recorded>>,
 }
 
+/// The regions of `mrs`, none once they are taken (a free function, so
+/// that other fields of `Regions` can be borrowed beside them).
+fn mr_list<H: MrHandler>(mrs: &Option<Arc<MrList<H>>>) -> &[Pin<KBox<Mr<H>>>] {
+    mrs.as_deref().map_or(&[], |mrs| &mrs[..])
+}
+
 impl<H: MrHandler> Regions<H> {
     fn mrs(&self) -> &[Pin<KBox<Mr<H>>>] {
-        self.mrs.as_deref().map_or(&[], |mrs| &mrs[..])
+        mr_list(&self.mrs)
     }
 
     /// Region `i` with its key.
     fn mr(&mut self, i: usize) -> Option<(&Mr<H>, &mut MrKey)> {
-        let mr = self.mrs.as_deref()?.get(i)?;
+        let mr = mr_list(&self.mrs).get(i)?;
         Some((mr, self.keys.get_mut(i)?))
     }
 
@@ -412,7 +418,7 @@ impl<H: MrHandler> Regions<H> {
         let count = rec.count;
         for (h, _seg) in rec.held.iter().zip(rec.segs.iter()).take(count) {
             let i = h.index as usize;
-            let mrs = self.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+            let mrs = mr_list(&self.mrs);
             let prepared = match (
                 mrs.get(i),
                 self.keys.get_mut(i),
@@ -516,7 +522,7 @@ impl<H: MrHandler> Regions<H> {
             return false;
         };
         // One chain, the last signaled: its completion says all are done.
-        let mrs = self.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+        let mrs = mr_list(&self.mrs);
         if post_local_invs(mrs, &mut self.keys, &self.maps, targets).is_err() {
             rec.phase = Phase::Stranded;
             return false;
@@ -813,7 +819,7 @@ impl<H: MrHandler, P> MrPool<H, P> {
             return Ok(());
         };
         let i = *index as usize;
-        let mrs = regions.mrs.as_deref().map_or(&[][..], |mrs| &mrs[..]);
+        let mrs = mr_list(&regions.mrs);
         match (mrs.get(i), regions.keys.get_mut(i)) {
             (Some(mr), Some(key)) => out.push(mr.prepare_reg(key, m)?),
             _ => Err(EINVAL),

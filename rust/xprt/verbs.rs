@@ -1303,39 +1303,36 @@ impl Endpoint {
             return Err(errno::enotconn());
         }
         let pool = &mut regs.pool;
-        let rec = {
-            match pool.register(
-                prepared.xid(),
-                read_pieces,
-                write_pieces,
-                prepared.offers_reply_chunk(),
-                prepared.offers_write_pad(),
-            ) {
-                Ok(rec) => Some(rec),
-                Err(e) => {
-                    if e == EAGAIN {
-                        // Regions come back as replies arrive.
-                        stats.mr_waits.fetch_add(1, Ordering::Relaxed);
-                        shared.xprt.wait_for_buffer_space();
-                    } else {
-                        stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Err(e);
+        let rec = match pool.register(
+            prepared.xid(),
+            read_pieces,
+            write_pieces,
+            prepared.offers_reply_chunk(),
+            prepared.offers_write_pad(),
+        ) {
+            Ok(rec) => rec,
+            Err(e) => {
+                if e == EAGAIN {
+                    // Regions come back as replies arrive.
+                    stats.mr_waits.fetch_add(1, Ordering::Relaxed);
+                    shared.xprt.wait_for_buffer_space();
+                } else {
+                    stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
                 }
+                return Err(e);
             }
         };
 
-        let pad = rec.and_then(|rec| pool.write_pad(rec));
+        let pad = pool.write_pad(rec);
         let filled = match slot.as_mut() {
-            Some(buf) => buf.fill_with(|out| {
-                prepared.encode(out, inline_send, rec.map(|rec| pool.segments(rec)), pad)
-            }),
+            Some(buf) => buf
+                .fill_with(|out| prepared.encode(out, inline_send, Some(pool.segments(rec)), pad)),
             None => Err(EINVAL),
         };
         let filled = match filled {
             Ok(len) => len,
             Err(e) => {
-                let forgotten = rec.map_or(true, |rec| pool.forget_unposted(rec));
+                let forgotten = pool.forget_unposted(rec);
                 stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
                 if !forgotten {
                     // Stranded until the drain: `buf_free` waits for it.
@@ -1347,36 +1344,34 @@ impl Endpoint {
         };
         self.pending.clear();
         let mut pad_chained = false;
-        if let Some(rec) = rec {
-            // The pad's REG_MR first, in the first chain (C posts it once,
-            // when connected: `frwr_wp_create`): no Send can offer the pad
-            // before it is posted, as only a Call with a Write chunk, so
-            // with REG_MRs to chain, offers it. Prepared again until a
-            // chain with it is posted whole; a REG_MR of it that is still
-            // pending, or that a refused chain posted, makes this `EBUSY`
-            // (never registered twice), and the connection is lost.
-            if !self.pad_posted {
-                if pool.prepare_pad(&mut self.pending).is_err() {
-                    // Nothing of the record was prepared: it goes.
-                    pool.forget_unposted(rec);
-                    drop(regs);
-                    shared.connection_lost(Loss::Post("REG_MR"));
-                    return Err(errno::enotconn());
-                }
-                pad_chained = true;
-            }
-            if pool.prepare_regs(rec, &mut self.pending).is_err() {
-                // Stranded until the drain: `buf_free` waits for it.
+        // The pad's REG_MR first, in the first chain (C posts it once,
+        // when connected: `frwr_wp_create`): no Send can offer the pad
+        // before it is posted, as only a Call with a Write chunk, so
+        // with REG_MRs to chain, offers it. Prepared again until a
+        // chain with it is posted whole; a REG_MR of it that is still
+        // pending, or that a refused chain posted, makes this `EBUSY`
+        // (never registered twice), and the connection is lost.
+        if !self.pad_posted {
+            if pool.prepare_pad(&mut self.pending).is_err() {
+                // Nothing of the record was prepared: it goes.
+                pool.forget_unposted(rec);
                 drop(regs);
                 shared.connection_lost(Loss::Post("REG_MR"));
                 return Err(errno::enotconn());
             }
+            pad_chained = true;
+        }
+        if pool.prepare_regs(rec, &mut self.pending).is_err() {
+            // Stranded until the drain: `buf_free` waits for it.
+            drop(regs);
+            shared.connection_lost(Loss::Post("REG_MR"));
+            return Err(errno::enotconn());
         }
         drop(regs);
         let xid = prepared.xid();
         prepared.count(stats);
         drop(prepared);
-        self.post_filled(slot, rec, filled, left, pad_chained, xid)
+        self.post_filled(slot, Some(rec), filled, left, pad_chained, xid)
     }
 
     /// Posts the Send buffer in `slot`, `filled` bytes of Call `xid`, with
