@@ -142,7 +142,7 @@ lint() { # NAME COMMAND...: passes when COMMAND succeeds and says no warning
 		passed=$((passed + 1))
 	else
 		cat "$results/$name.log"
-		echo "not ok - $name"
+		echo "not ok - $name" | tee -a "$results/steps.log"
 		failed=$((failed + 1))
 	fi
 }
@@ -170,6 +170,7 @@ awk '/^test result:/ { n++; p += $4; f += $6; s += $8 }
 	END { if (!n) f++; print "passed=" p+0; print "failed=" f+e; print "skipped=" s+0 }' \
 	"$results/host.log" >"$results/host.summary"
 add_counts "$results/host.summary"
+host_failed=$(sed -n 's/^failed=//p' "$results/host.summary")
 mark host-tests
 
 # Each fuzz target for FUZZ_SECONDS (default 45), seeded with the captured
@@ -183,7 +184,7 @@ if FUZZ_CORPUS=$RPCRDMA_RS_CACHE/fuzz-corpus rust/host/fuzz/run.sh "$fuzz_secs" 
 	passed=$((passed + 1))
 else
 	tail -30 "$results/fuzz.log"
-	echo "not ok - fuzz (see $results/fuzz.log)"
+	echo "not ok - fuzz (see $results/fuzz.log)" | tee -a "$results/steps.log"
 	failed=$((failed + 1))
 fi
 mark fuzz
@@ -234,6 +235,7 @@ for run in $runs; do
 		add_counts "$results/$1-$2/summary"
 	else
 		failed=$((failed + 1))
+		echo "not ok - $1/$2: the harness left no summary" >>"$results/steps.log"
 	fi
 	# The run's own part of the table: each test's seconds from the
 	# guest's tap/status, its boot, and the rest (start, unload, leak
@@ -249,5 +251,20 @@ done
 
 log "results: $results"
 time_table "$times_file" "$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/time_budget" | tee "$results/times.txt"
+# Every failed case and harness problem once more, last: a log read from
+# its end (CI keeps the end) names what failed without the runs' output.
+{
+	grep -h '^not ok - ' "$results/steps.log" 2>/dev/null || true
+	[ "$host_failed" = 0 ] || echo "host tests: $host_failed failed (see $results/host.log)"
+	for run in $runs; do
+		IFS=: read -r t r <<<"$run"
+		sed "s|^|$t/$r: |" "$results/$t-$r/failures.txt" 2>/dev/null || true
+		sed "s|^|$t/$r: PROBLEM: |" "$results/$t-$r/problems.txt" 2>/dev/null || true
+	done
+} >"$results/failures.txt"
+if [ -s "$results/failures.txt" ]; then
+	echo "failed:"
+	sed 's/^/  /' "$results/failures.txt"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

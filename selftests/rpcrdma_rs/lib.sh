@@ -337,6 +337,13 @@ mount_bytes() {
 # size cannot tell (fio sizes it up front).
 server_written() { mount_bytes "$1" 7; }
 
+# fio_terse FILE: FILE (fio's --output-format=terse,normal report) with
+# each terse version 3 record ("3;fio-...") starting a line of its own.
+# fio's own messages go to the same file without a line end (a helper
+# thread interrupted by the SIGINT that stops it says so), and would hide
+# the record they run into from an awk reading whole lines.
+fio_terse() { sed 's/3;fio-/\n3;fio-/g' "$1"; }
+
 # The labels mountstats --xprt prints for an "xprt: rdma" line of the C
 # transport's 27 fields (nfs-utils 2.6): both transports must give the
 # same (nfs_data_integrity.sh holds each to the list, nfs_utils.sh compares

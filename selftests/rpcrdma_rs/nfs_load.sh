@@ -303,7 +303,7 @@ fio_load_ok() {
 		END {
 			if (n != 8) printf "# %d jobs reported, not 8\n", n
 			exit !(n == 8 && !bad)
-		}' "$out" && [ "$2" = 0 ]
+		}' < <(fio_terse "$out") && [ "$2" = 0 ]
 }
 
 # More RPCs than slots: mountstats' bklog_u (field 10) adds up, at each
@@ -655,8 +655,8 @@ inject() {
 	fi
 	cp "$scratch/fio-$name.txt" "$scratch/fio-$name.err" "$LOG_DIR/" 2>/dev/null
 	[ "$rc" = 137 ] && tap_diag "$name: fio had not ended 180 s after the injection: killed"
-	read -r w v < <(awk -F';' '$1 == 3 { w += $47; v += $6 } END { print w + 0, v + 0 }' \
-		"$scratch/fio-$name.txt" 2>/dev/null)
+	read -r w v < <(fio_terse "$scratch/fio-$name.txt" 2>/dev/null |
+		awk -F';' '$1 == 3 { w += $47; v += $6 } END { print w + 0, v + 0 }')
 	e=$(awk '/errors *: total=/ { sub(/.*total=/, ""); s += $0 + 0 } END { print s + 0 }' \
 		"$scratch/fio-$name.txt" 2>/dev/null)
 	tap_diag "$name: $injected allocations failed in $((INJECT_SECONDS + INJECT_SECONDS - left)) s; fio exit $rc," \
@@ -691,7 +691,7 @@ no_io_errors() {
 	[ -s "$out" ] || { tap_diag "$1: fio wrote no report"; return 1; }
 	read -r jobs lines errs < <(awk -F';' '$1 == 3 { j++ }
 		/errors *: total=/ { n++; sub(/.*total=/, ""); e += $0 + 0 }
-		END { print j + 0, n + 0, e + 0 }' "$out")
+		END { print j + 0, n + 0, e + 0 }' < <(fio_terse "$out"))
 	[ "${jobs:-0}" -ge 2 ] && [ "$lines" = "$jobs" ] && [ "$errs" = 0 ] && return 0
 	tap_diag "$1: ${jobs:-0} jobs reported, ${lines:-0} error counts, ${errs:-?} I/O errors:" \
 		"$(grep -m2 'errors *: total=' "$out" | tr -s ' ' | tr '\n' ' ')"

@@ -221,7 +221,7 @@ fio_ok() {
 		END {
 			if (n != 1) printf "# %d fio jobs reported, not 1\n", n
 			exit !(n == 1 && !bad)
-		}' "$out" && [ "$2" = 0 ]
+		}' < <(fio_terse "$out") && [ "$2" = 0 ]
 }
 
 # struck_among_writes FAULT: once FAULT has returned, fio still runs

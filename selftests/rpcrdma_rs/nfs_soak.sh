@@ -172,7 +172,7 @@ fio_verified() {
 			if (n != 4) printf "# round %d: fio %s: %d jobs reported, not 4\n", round, name, n
 			print v + 0 >kibfile
 			exit !(n == 4 && !bad)
-		}' "$out" || return 1
+		}' < <(fio_terse "$out") || return 1
 	[ "$2" = 0 ] || return 1
 	kib=$(cat "$rdir/fio-$1.kib")
 	verified_kib=$((verified_kib + kib))
