@@ -37,6 +37,22 @@ Options:
   --frwr-delay-ms MS      wait before touching stale rkeys (default 1500)
   --lifetime SECONDS      exit by itself after this long (default: never)
   --fault-file PATH       take each case from PATH (see below)
+  --fuzz SEED             mutate Replies and private data at random
+                          (see Fuzzing below)
+  --rate P                the chance of a mutation, per Reply and per
+                          connection (0 to 1; default 0.05)
+  --replay SEED           --fuzz SEED again, said so in the event lines
+  --only N,...            with --fuzz or --replay: only the mutations of
+                          these Replies (by index), as the rate chose them
+  --fuzz-lie              every mutation is a Reply sent twice that also
+                          changes a byte of the data it places (to check
+                          that a test tells wrong data; a --fuzz-file
+                          line says so with a third word, lie)
+  --fuzz-file PATH        fuzz while PATH holds a line SEED RATE: each
+                          new line starts afresh (indices from 1) with
+                          its seed and rate; no file, or an empty one,
+                          serves correctly (read every 100 ms; the
+                          directory is kept)
   -h, --help              this text
 
 Cases: with --fault-file the peer reads PATH at each connection request
@@ -112,6 +128,36 @@ Faults:
                           without one, fault-not-applicable with
                           reason=no-pad-segment, an honest reply, and
                           the next READ is tried
+  other-xid               the reply is held until the next call comes,
+                          then sent first with that call's XID in its
+                          transport header (its RPC message keeps its
+                          own): one RPC's reply offered as another's,
+                          still waiting (up to 300 ms; then it goes as
+                          it was)
+  trailing-inline         a READ whose data goes in the Write chunk gets
+                          4 bytes (0xa5) after its inline RPC message,
+                          where the data item would end: XDR that a
+                          client puts after the data, never into it
+                          (waits for such a READ)
+
+Fuzzing: with --fuzz SEED the peer serves correctly and mutates each
+Reply with probability P (--rate): a scripted fault above (but for
+shrink-credits, send-inv-other-rpc and the FRWR probes), a word of the
+transport header (counts, discriminators, handles, lengths, offsets,
+XID, version, procedure, credits), a Send cut short or padded, the
+XID of the next Call (sent before that Call's own Reply), a Reply sent
+twice, after the next one, or followed
+by an earlier Reply's Send, Send With Invalidate of an rkey seen
+before or a plain Send, an RDMA Write or Read (before the Reply) of an
+rkey the client must have invalidated, a disconnect instead of the
+Send, or silence. The private data of a connection is mutated with the
+same probability. The RPC messages and the data placed in the chunks
+are always the right ones. Each mutation is a fuzz line naming the
+seed and the Reply's (or connection's) index, counted over the run;
+the choices are a function of the seed and the index, so the same
+workload meets the same mutations. write-to and read-from report their
+outcome in a fuzz-probe line: result=closed (refused, as it must be),
+result=open (it reached the client's memory), result=untested.
 
 Credits: on every connection the peer counts the calls outstanding
 (received, not answered) and checks each arriving call against the grant
@@ -124,7 +170,7 @@ Output: one line per event on stdout, words of the form key=value after
 the event's name (listening, case, case-error, connect-request,
 client-private-data, accepted, connected, call, fault-fired,
 frwr-after-reply, credit-overrun, probe, credits, completion,
-disconnected, exit).
+disconnected, fuzzing, fuzz, fuzz-probe, exit).
 
 Exit status: 0 after SIGINT, SIGTERM or --lifetime; 1 when the RDMA
 set-up fails; 2 for a usage error.
@@ -196,6 +242,8 @@ pub enum Fault {
     FrwrWriteAfterReply,
     FrwrReadAfterReply,
     WritePad,
+    OtherXid,
+    TrailingInline,
 }
 
 const FAULTS: &[(&str, Fault)] = &[
@@ -224,6 +272,8 @@ const FAULTS: &[(&str, Fault)] = &[
     ("frwr-write-after-reply", Fault::FrwrWriteAfterReply),
     ("frwr-read-after-reply", Fault::FrwrReadAfterReply),
     ("write-pad", Fault::WritePad),
+    ("other-xid", Fault::OtherXid),
+    ("trailing-inline", Fault::TrailingInline),
 ];
 
 impl Fault {
@@ -237,6 +287,22 @@ impl Fault {
             .find(|(_, f)| *f == self)
             .map_or("?", |(n, _)| n)
     }
+}
+
+/// How `--fuzz` was asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuzzOptions {
+    pub seed: u64,
+    /// Mutated Replies (and connections) per million.
+    pub rate_ppm: u32,
+    /// Set by `--replay`: only said in the event lines.
+    pub replay: bool,
+    /// `--only`: the indices whose mutation applies, whatever the rate.
+    pub only: Vec<u64>,
+    /// `--fuzz-lie`: every mutation is a Reply sent twice that also
+    /// changes a byte of the data it writes into the client's memory.
+    /// Only for checking that a test tells wrong data when it gets some.
+    pub lie: bool,
 }
 
 /// Everything the command line says.
@@ -259,12 +325,14 @@ pub struct Options {
     pub frwr_delay_ms: u64,
     pub lifetime: Option<u64>,
     pub fault_file: Option<PathBuf>,
+    pub fuzz: Option<FuzzOptions>,
+    pub fuzz_file: Option<PathBuf>,
 }
 
 /// What parsing produced: options to run with, or a request for help.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed {
-    Run(Options),
+    Run(Box<Options>),
     Help,
 }
 
@@ -291,12 +359,21 @@ impl Options {
             frwr_delay_ms: 1500,
             lifetime: None,
             fault_file: None,
+            fuzz: None,
+            fuzz_file: None,
         }
     }
 }
 
 /// The options that apply to the whole run, not to one case.
-const WHOLE_RUN: &[&str] = &["--listen", "--lifetime", "--fault-file", "-h", "--help"];
+const WHOLE_RUN: &[&str] = &[
+    "--listen",
+    "--lifetime",
+    "--fault-file",
+    "--fuzz-file",
+    "-h",
+    "--help",
+];
 
 /// Applies `args` to `o`; `listen` gets what `--listen` says. True when
 /// help was asked for.
@@ -306,12 +383,17 @@ fn apply<I: IntoIterator<Item = String>>(
     args: I,
 ) -> Result<bool, String> {
     let mut args = args.into_iter();
+    let mut fuzz_set = o.fuzz.is_some();
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
             return Ok(true);
         }
         if flag == "--no-send-inv" {
             o.send_inv = false;
+            continue;
+        }
+        if flag == "--fuzz-lie" {
+            o.fuzz.get_or_insert_with(fuzz_defaults).lie = true;
             continue;
         }
         const WITH_VALUE: &[&str] = &[
@@ -328,6 +410,11 @@ fn apply<I: IntoIterator<Item = String>>(
             "--frwr-delay-ms",
             "--lifetime",
             "--fault-file",
+            "--fuzz",
+            "--replay",
+            "--rate",
+            "--only",
+            "--fuzz-file",
         ];
         if !WITH_VALUE.contains(&flag.as_str()) {
             return Err(format!("unknown option {flag}"));
@@ -376,13 +463,72 @@ fn apply<I: IntoIterator<Item = String>>(
             "--frwr-delay-ms" => o.frwr_delay_ms = number(&flag, &v)?,
             "--lifetime" => o.lifetime = Some(number(&flag, &v)?),
             "--fault-file" => o.fault_file = Some(PathBuf::from(v)),
+            "--fuzz" | "--replay" => {
+                let f = o.fuzz.get_or_insert_with(fuzz_defaults);
+                f.seed = number(&flag, &v)?;
+                f.replay = flag == "--replay";
+                fuzz_set = true;
+            }
+            "--rate" => {
+                let p: f64 = v
+                    .parse()
+                    .map_err(|_| format!("--rate: '{v}' is not a number"))?;
+                if !(0.0..=1.0).contains(&p) {
+                    return Err("--rate: between 0 and 1".into());
+                }
+                o.fuzz.get_or_insert_with(fuzz_defaults).rate_ppm = (p * 1e6).round() as u32;
+            }
+            "--fuzz-file" => o.fuzz_file = Some(PathBuf::from(v)),
+            "--only" => {
+                let only = v
+                    .split(',')
+                    .map(|n| number::<u64>(&flag, n))
+                    .collect::<Result<Vec<_>, _>>()?;
+                o.fuzz.get_or_insert_with(fuzz_defaults).only = only;
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if o.fuzz.is_some() && !fuzz_set {
+        return Err("--rate and --only go with --fuzz SEED or --replay SEED".into());
     }
     if o.fault == Some(Fault::ShrinkCredits) && o.shrink_to.is_none() {
         return Err("--fault shrink-credits needs --shrink-to N".into());
     }
     Ok(false)
+}
+
+/// What `--fuzz` starts from: 5 % of the Replies mutated.
+fn fuzz_defaults() -> FuzzOptions {
+    FuzzOptions {
+        seed: 0,
+        rate_ppm: 50_000,
+        replay: false,
+        only: Vec::new(),
+        lie: false,
+    }
+}
+
+/// The line of a `--fuzz-file`: "SEED RATE", and "lie" for `--fuzz-lie`.
+pub fn parse_fuzz_line(text: &str) -> Result<FuzzOptions, String> {
+    let mut words = text.split_whitespace();
+    let (Some(seed), Some(rate)) = (words.next(), words.next()) else {
+        return Err("not SEED RATE".into());
+    };
+    let lie = match (words.next(), words.next()) {
+        (None, _) => false,
+        (Some("lie"), None) => true,
+        _ => return Err("not SEED RATE [lie]".into()),
+    };
+    let mut o = Options::defaults();
+    apply(
+        &mut o,
+        &mut None,
+        ["--fuzz", seed, "--rate", rate].map(String::from),
+    )?;
+    let mut f = o.fuzz.ok_or("no seed")?;
+    f.lie = lie;
+    Ok(f)
 }
 
 /// Parses the arguments after the program name.
@@ -393,7 +539,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Parsed, String> 
         return Ok(Parsed::Help);
     }
     o.listen = listen.ok_or("--listen is required")?;
-    Ok(Parsed::Run(o))
+    Ok(Parsed::Run(Box::new(o)))
 }
 
 /// One case from a --fault-file: its name and the options to run it with.
@@ -426,6 +572,7 @@ pub fn parse_case(run: &Options, text: &str) -> Result<Case, String> {
         listen: run.listen,
         lifetime: run.lifetime,
         fault_file: run.fault_file.clone(),
+        fuzz_file: run.fuzz_file.clone(),
         ..Options::defaults()
     };
     apply(&mut opts, &mut None, args)?;
@@ -480,6 +627,32 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn fuzz_options() {
+        let Parsed::Run(o) =
+            parse(args("--listen 1.2.3.4:5 --fuzz 7 --rate 0.125 --only 3,5")).unwrap()
+        else {
+            panic!()
+        };
+        let f = o.fuzz.unwrap();
+        assert_eq!((f.seed, f.rate_ppm, f.replay), (7, 125_000, false));
+        assert_eq!(f.only, [3, 5]);
+        let Parsed::Run(o) = parse(args("--listen 1.2.3.4:5 --replay 9")).unwrap() else {
+            panic!()
+        };
+        let f = o.fuzz.unwrap();
+        assert_eq!((f.seed, f.rate_ppm, f.replay), (9, 50_000, true));
+        assert!(parse(args("--listen 1.2.3.4:5 --rate 0.5")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --fuzz 1 --rate 2")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --fuzz x")).is_err());
+        let f = parse_fuzz_line("11 0.25\n").unwrap();
+        assert_eq!((f.seed, f.rate_ppm), (11, 250_000));
+        assert!(parse_fuzz_line("11\n").is_err());
+        assert!(parse_fuzz_line("11 0.1 x\n").is_err());
+        assert!(parse_fuzz_line("11 0.1 lie\n").unwrap().lie);
+        assert!(!f.lie);
     }
 
     #[test]

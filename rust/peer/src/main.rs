@@ -6,6 +6,7 @@
 
 mod cli;
 mod credits;
+mod fuzz;
 mod nfs;
 mod sys;
 mod transport;
@@ -14,6 +15,7 @@ mod xdr;
 
 use cli::{Fault, Options, Parsed, PrivateDataMode, Trigger};
 use credits::CreditBook;
+use fuzz::{Fuzzer, Mutation};
 use rpcrdma_proto::proto::header::{self, DecodeLimits};
 use rpcrdma_proto::proto::private_data::{self, LocalSettings, PrivateData};
 use std::collections::VecDeque;
@@ -114,6 +116,10 @@ const CASE_POLL: Duration = Duration::from_millis(100);
 /// well inside the client's RPC timeout, which would reset the connection.
 const HOLD_LIMIT: Duration = Duration::from_millis(1500);
 
+/// How long `--fuzz` keeps a Reply to send after the next one, when no
+/// next one comes.
+const REORDER_LIMIT: Duration = Duration::from_millis(300);
+
 /// A Reply held back by `send-inv-other-rpc`.
 struct Held {
     xid: u32,
@@ -132,6 +138,10 @@ struct Pending {
     arrived: Instant,
     /// The fault due on its Call, for the FRWR probe's line.
     due: Option<Fault>,
+    /// `--fuzz`: how the Reply was mutated.
+    mutation: Option<Mutation>,
+    /// The rkeys its Call offered (for `--fuzz`).
+    handles: Vec<u32>,
 }
 
 /// What a `send-inv-other-rpc` Reply placed in its Call's Write chunks,
@@ -153,6 +163,8 @@ struct Served {
     /// Replies not sent yet, in arrival order of their Calls.
     queue: VecDeque<Pending>,
     rkey_probe: Option<RkeyProbe>,
+    /// A Reply `--fuzz` sends after the next one.
+    reordered: Option<Pending>,
     /// Its credits line was logged.
     ended: bool,
 }
@@ -166,6 +178,7 @@ impl Served {
             book: CreditBook::new(),
             queue: VecDeque::new(),
             rkey_probe: None,
+            reordered: None,
             ended: false,
         }
     }
@@ -209,6 +222,9 @@ struct Peer {
     /// The --fault-file text last applied (or refused).
     case_text: Option<String>,
     case_read: Instant,
+    fuzzer: Option<Fuzzer>,
+    /// The --fuzz-file text last applied (or refused).
+    fuzz_text: String,
 }
 
 impl Peer {
@@ -345,6 +361,42 @@ impl Peer {
         }
     }
 
+    /// Starts or stops fuzzing as --fuzz-file says: a new "SEED RATE"
+    /// line starts afresh; no file, or an empty one, stops.
+    fn check_fuzz_file(&mut self) {
+        let Some(path) = &self.opts.fuzz_file else {
+            return;
+        };
+        self.case_read = Instant::now();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // A line still being written, or the one last applied.
+        if (!text.is_empty() && !text.ends_with('\n')) || text == self.fuzz_text {
+            return;
+        }
+        self.fuzz_text = text;
+        if self.fuzz_text.trim().is_empty() {
+            if self.fuzzer.take().is_some() {
+                event!("fuzzing off");
+            }
+            return;
+        }
+        match cli::parse_fuzz_line(&self.fuzz_text) {
+            Ok(f) => {
+                event!(
+                    "fuzzing seed={} rate={}{}",
+                    f.seed,
+                    f64::from(f.rate_ppm) / 1e6,
+                    if f.lie { " lie=1" } else { "" }
+                );
+                self.fuzzer = Some(Fuzzer::new(f));
+            }
+            Err(e) => {
+                self.fuzzer = None;
+                event!("fuzz-file-error text={:?} reason={e:?}", self.fuzz_text);
+            }
+        }
+    }
+
     fn connect_request(&mut self, id: *mut rdma_cm_id, pd: &[u8], resp: u8, init: u8) {
         self.check_case(true);
         // SAFETY: `id` is the new, live id of this request.
@@ -363,7 +415,14 @@ impl Peer {
             ),
             None => event!("client-private-data none"),
         }
-        let ours = our_private_data(self.opts.private_data, self.opts.inline);
+        let mut ours = our_private_data(self.opts.private_data, self.opts.inline);
+        if let Some(f) = self.fuzzer.as_mut() {
+            let (pd, line) = f.private_data(&ours);
+            if let Some(line) = line {
+                event!("{line}");
+            }
+            ours = pd;
+        }
         let (mut limits, recv_size) = connection_limits(&self.opts, &ours, client);
         if self.shrunk {
             limits.credits = limits.shrink_to;
@@ -400,6 +459,7 @@ impl Peer {
             trigger,
             opts,
             shrunk,
+            fuzzer,
             ..
         } = self;
         let s = &mut conns[i];
@@ -408,10 +468,25 @@ impl Peer {
             let Some(msg) = s.conn.next_message() else {
                 break;
             };
-            handle(s, server, trigger, opts, shrunk, msg);
-            flush(s, opts);
+            handle(s, server, trigger, opts, shrunk, fuzzer, msg);
+            flush(s, opts, fuzzer);
         }
-        flush(s, opts);
+        // A Reply sent "after the next one" goes when no next one came.
+        if s.reordered
+            .as_ref()
+            .is_some_and(|p| p.arrived.elapsed() >= REORDER_LIMIT)
+        {
+            if let Some(p) = s.reordered.take() {
+                if p.due == Some(Fault::OtherXid) && p.mutation.is_none() {
+                    event!(
+                        "fault-not-applicable name=other-xid xid={:#010x} reason=no-next-call",
+                        p.xid
+                    );
+                }
+                s.queue.push_back(p);
+            }
+        }
+        flush(s, opts, fuzzer);
         if s.held
             .as_ref()
             .is_some_and(|h| h.since.elapsed() >= HOLD_LIMIT)
@@ -458,7 +533,7 @@ impl Peer {
                 events: libc::POLLIN,
                 revents: 0,
             }));
-            let mut timeout = if self.opts.fault_file.is_some() {
+            let mut timeout = if self.opts.fault_file.is_some() || self.opts.fuzz_file.is_some() {
                 CASE_POLL
             } else {
                 Duration::from_millis(200)
@@ -481,6 +556,7 @@ impl Peer {
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
             if self.case_read.elapsed() >= CASE_POLL {
                 self.check_case(false);
+                self.check_fuzz_file();
             }
             self.cm_events()?;
             for i in 0..self.conns.len() {
@@ -541,6 +617,7 @@ fn handle(
     trigger: &mut Trigger,
     opts: &Options,
     shrunk: &mut bool,
+    fuzzer: &mut Option<Fuzzer>,
     msg: verbs::Message,
 ) {
     if msg.invalidated {
@@ -619,11 +696,70 @@ fn handle(
         event!("call-refused xid={:#010x} reason=not-an-rpc-call", call.xid);
         return;
     };
-    let due = opts
-        .fault
-        .filter(|_| trigger.due(info.and_then(|i| i.nfs_proc)));
+    let decision = fuzzer.as_mut().and_then(|f| {
+        f.offered(&call);
+        f.decide(&call)
+    });
+    let due = match &decision {
+        Some((Mutation::Fault(f), _)) => Some(*f),
+        Some(_) => None,
+        None => opts
+            .fault
+            .filter(|_| trigger.due(info.and_then(|i| i.nfs_proc))),
+    };
     let mut out = transport::respond(&call, &reply, &s.limits, due);
     plain_if_invalidated(&mut out, invalidated);
+    let handles: Vec<u32> = call_handles(&call).collect();
+    if let (Some((m, prefix)), Some(f)) = (decision, fuzzer.as_ref()) {
+        let m = f.apply(m, &mut out);
+        let fired = match m {
+            Mutation::Fault(_) => {
+                format!(" fired={}{}", u8::from(out.fired), words(&out.fault_words))
+            }
+            _ => String::new(),
+        };
+        event!(
+            "{prefix} proc={proc_name} mutation={}{}{fired}",
+            m.name(),
+            words(&m.words())
+        );
+        let p = Pending {
+            xid: call.xid,
+            out,
+            arrived: msg.arrived,
+            due,
+            mutation: Some(m.clone()),
+            handles,
+        };
+        if matches!(m, Mutation::Reorder | Mutation::OtherXid) {
+            if let Some(before) = s.reordered.replace(p) {
+                s.queue.push_back(before);
+            }
+        } else {
+            queue_after_held(s, p, trigger);
+        }
+        return;
+    }
+    if due == Some(Fault::OtherXid) && s.reordered.is_none() {
+        // Counted once the next Call comes (queue_after_held); should
+        // none come, the next due Call tries again.
+        event!(
+            "fault-held name=other-xid xid={:#010x} proc={proc_name}",
+            call.xid
+        );
+        let p = Pending {
+            xid: call.xid,
+            out,
+            arrived: msg.arrived,
+            due,
+            mutation: None,
+            handles,
+        };
+        if let Some(before) = s.reordered.replace(p) {
+            s.queue.push_back(before);
+        }
+        return;
+    }
     if out.hold {
         // Counted now, so that the Call it waits for is answered as usual.
         trigger.fired();
@@ -647,7 +783,7 @@ fn handle(
         });
         return;
     }
-    if let Some(f) = due {
+    if let Some(f) = due.filter(|f| *f != Fault::OtherXid) {
         if out.fired {
             trigger.fired();
             if f == Fault::ShrinkCredits {
@@ -671,12 +807,51 @@ fn handle(
             );
         }
     }
-    s.queue.push_back(Pending {
+    let p = Pending {
         xid: call.xid,
         out,
         arrived: msg.arrived,
         due,
-    });
+        mutation: None,
+        handles,
+    };
+    queue_after_held(s, p, trigger);
+}
+
+/// Queues `p`, and the Reply held for the next one: after it (`--fuzz`
+/// reorder), or before it with its XID (other-xid, fuzzed or scripted).
+fn queue_after_held(s: &mut Served, p: Pending, trigger: &mut Trigger) {
+    match s.reordered.take() {
+        Some(mut held)
+            if held.mutation == Some(Mutation::OtherXid) || held.due == Some(Fault::OtherXid) =>
+        {
+            if held.out.send.len() >= 4 {
+                held.out.send[..4].copy_from_slice(&p.xid.to_be_bytes());
+            }
+            if held.mutation.is_some() {
+                event!(
+                    "fuzz-other-xid xid={:#010x} sent_as={:#010x}",
+                    held.xid,
+                    p.xid
+                );
+            } else {
+                trigger.fired();
+                event!(
+                    "fault-fired name=other-xid xid={:#010x} count={} sent_as={:#010x}",
+                    held.xid,
+                    trigger.count(),
+                    p.xid
+                );
+            }
+            s.queue.push_back(held);
+            s.queue.push_back(p);
+        }
+        Some(held) => {
+            s.queue.push_back(p);
+            s.queue.push_back(held);
+        }
+        None => s.queue.push_back(p),
+    }
 }
 
 /// `w` as more words of an event line: after a space, if any.
@@ -703,7 +878,7 @@ fn arrive(s: &mut Served, xid: u32, at: Instant) {
 
 /// Sends the queued Replies that are due: those whose Call came
 /// `--hold-replies` ago; without it, all at once.
-fn flush(s: &mut Served, opts: &Options) {
+fn flush(s: &mut Served, opts: &Options, fuzzer: &mut Option<Fuzzer>) {
     if s.conn.dead {
         // Nothing can go; the client sends the Calls again on its next
         // connection.
@@ -719,7 +894,7 @@ fn flush(s: &mut Served, opts: &Options) {
         let Some(p) = s.queue.pop_front() else {
             break;
         };
-        send_reply(s, p, opts);
+        send_reply(s, p, opts, fuzzer);
         if s.conn.dead {
             s.queue.clear();
             return;
@@ -747,8 +922,49 @@ fn releasable(
 
 /// Sends one queued Reply, and probes the rkeys of its Call after it if
 /// its fault says so.
-fn send_reply(s: &mut Served, p: Pending, opts: &Options) {
-    execute_reply(s, &p.out, p.xid);
+fn send_reply(s: &mut Served, p: Pending, opts: &Options, fuzzer: &mut Option<Fuzzer>) {
+    match p.mutation {
+        Some(Mutation::WriteTo { rkey, offset, len }) => {
+            // Made-up bytes: they must not land.
+            let data = (0..len).map(|i| (i as u8) ^ 0x5a).collect();
+            let w = RdmaWrite {
+                handle: rkey,
+                offset,
+                data,
+            };
+            fuzz_probe(rkey, "write", p.xid, s.conn.rewrite(&[w]));
+        }
+        Some(Mutation::ReadFrom { rkey, offset, len }) => {
+            let seg = header::Segment {
+                handle: rkey,
+                length: len,
+                offset,
+            };
+            let r = s.conn.probe(&transport::Probe::Read(vec![seg]));
+            fuzz_probe(rkey, "read", p.xid, r);
+        }
+        _ => {}
+    }
+    let sent = execute_reply(s, &p.out, p.xid);
+    if let Some(f) = fuzzer.as_mut() {
+        match p.mutation {
+            Some(Mutation::Stale { xid }) if !s.conn.dead => {
+                f.answered(&p.handles, &p.out, p.xid, p.mutation.as_ref());
+                if let Some(send) = f.stale(xid) {
+                    let out = transport::Outgoing {
+                        send,
+                        sends: 1,
+                        ..Default::default()
+                    };
+                    if let Err(e) = s.conn.execute(&out) {
+                        event!("reply-failed xid={xid:#010x} stale=1 reason={e:?}");
+                    }
+                }
+            }
+            _ if sent => f.answered(&p.handles, &p.out, p.xid, p.mutation.as_ref()),
+            _ => {}
+        }
+    }
     let Some(probe) = &p.out.probe else {
         return;
     };
@@ -771,6 +987,32 @@ fn send_reply(s: &mut Served, p: Pending, opts: &Options) {
             p.due.map_or("?", Fault::name)
         ),
         Err(e) => event!("frwr-after-reply {what} error={e:?} xid={:#010x}", p.xid),
+    }
+}
+
+/// The fuzz-probe line of a `write-to` or `read-from`: refused (closed),
+/// or it reached the client's memory (open), as `probe_rkeys` judges.
+fn fuzz_probe(rkey: u32, what: &str, xid: u32, r: Result<verbs::ProbeResult, String>) {
+    match r {
+        Ok(r) if r.status.is_some() => {
+            let result = match r.failed {
+                Some(_) => "closed",
+                None if r.qp_state != Some(IBV_QPS_RTS) => "closed",
+                None => "open",
+            };
+            event!(
+                "fuzz-probe op={what} rkey={rkey:#010x} result={result} status={} xid={xid:#010x} bytes={}",
+                r.failed.or(r.status).map_or("?", wc_status_name),
+                r.bytes
+            );
+        }
+        Ok(r) => event!(
+            "fuzz-probe op={what} rkey={rkey:#010x} result=untested xid={xid:#010x} qp_before={}",
+            r.qp_before.map_or("?", verbs::qp_state_name)
+        ),
+        Err(e) => event!(
+            "fuzz-probe op={what} rkey={rkey:#010x} result=untested xid={xid:#010x} reason={e:?}"
+        ),
     }
 }
 
@@ -970,12 +1212,14 @@ fn queue_plain(s: &mut Served, xid: u32, send: Vec<u8>, arrived: Instant) {
         out,
         arrived,
         due: None,
+        mutation: None,
+        handles: Vec::new(),
     });
 }
 
 fn main() {
     let opts = match cli::parse(std::env::args().skip(1)) {
-        Ok(Parsed::Run(o)) => o,
+        Ok(Parsed::Run(o)) => *o,
         Ok(Parsed::Help) => {
             print!("{}", cli::USAGE);
             return;
@@ -1019,7 +1263,27 @@ fn main() {
         shrunk: false,
         case_text: None,
         case_read: Instant::now(),
+        fuzzer: None,
+        fuzz_text: String::new(),
     };
+    if let Some(f) = peer.opts.fuzz.clone() {
+        event!(
+            "fuzzing seed={} rate={} replay={} only={}",
+            f.seed,
+            f64::from(f.rate_ppm) / 1e6,
+            u8::from(f.replay),
+            if f.only.is_empty() {
+                "-".to_string()
+            } else {
+                f.only
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        );
+        peer.fuzzer = Some(Fuzzer::new(f));
+    }
     let result = peer.run();
     let fired = peer.trigger.count();
     for mut s in peer.conns.drain(..) {
@@ -1058,7 +1322,7 @@ mod tests {
         let Parsed::Run(o) = cli::parse(["--listen".into(), "0.0.0.0:1".into()]).unwrap() else {
             panic!()
         };
-        o
+        *o
     }
 
     #[test]

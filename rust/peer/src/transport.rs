@@ -570,6 +570,9 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
                 }
             }
         }
+        Some(Fault::TrailingInline) if used == Used::WriteChunk => {
+            out.fault_words = "bytes=4".into();
+        }
         Some(Fault::FrwrReadAfterReply) if !call.read_chunks.is_empty() => {
             out.probe = Some(Probe::Read(
                 call.read_chunks
@@ -603,6 +606,9 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
             error_reply(plan.xid, plan.credit, RdmaError::Chunk)
         }
     };
+    if fault == Some(Fault::TrailingInline) && fired {
+        out.send.extend_from_slice(&[0xa5; 4]);
+    }
     if plan.error.is_some() {
         // An RDMA_ERROR places nothing.
         plan.writes.clear();
