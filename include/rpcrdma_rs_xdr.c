@@ -128,11 +128,11 @@ static void rpcrdma_rs_copy_to_pages(struct page **pages, unsigned int base,
 
 /*
  * Copies the inline part of an RPC Reply (@len bytes at @data) into the
- * request's receive buffer, as the C transport's rpcrdma_inline_fixup
- * places it: the head first, then the pages, then the tail.  @writelist
- * bytes of the Reply were placed in the pages by RDMA Write; a head left
- * partly empty by such a reduced Reply is trimmed so that the decoder
- * does not move the placed data.  Returns the bytes copied into pages.
+ * request's receive buffer: the head first, then the pages (unless
+ * @writelist bytes of the Reply were placed there by RDMA Write), then the
+ * tail.  A head left partly empty by such a reduced Reply is trimmed so
+ * that the decoder does not move the placed data.  Returns the bytes
+ * copied into pages.
  */
 int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 			    u32 writelist)
@@ -141,7 +141,6 @@ int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 	struct xdr_buf *priv = &rqst->rq_private_buf;
 	const char *src = data;
 	unsigned int copy_len = len, curlen, delta, fixup = 0;
-	unsigned int pad = writelist & 3;
 	int rc;
 
 	rc = rpcrdma_rs_alloc_sparse_pages(priv);
@@ -163,18 +162,25 @@ int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 	src += curlen;
 	copy_len -= curlen;
 
-	if (copy_len && rcv->page_len) {
+	/*
+	 * With a Write chunk the pages hold the data item, placed by the
+	 * server: what follows the head inline follows that item in the XDR
+	 * stream, and goes to the tail, never into the pages (C's
+	 * rpcrdma_inline_fixup copies it over the start of the data). No
+	 * upper layer decodes past such an item (a READ's data ends its
+	 * reply), so it is kept only to be out of the data's way. A head the
+	 * upper layer sized larger than what precedes the item takes such
+	 * bytes in instead, and its decoder shifts the data by them: a Write
+	 * chunk has no position, so the transport cannot tell where the item
+	 * was cut out.
+	 */
+	if (copy_len && rcv->page_len && !writelist) {
 		unsigned int n = min(copy_len, rcv->page_len);
 
 		rpcrdma_rs_copy_to_pages(rcv->pages, rcv->page_base, src, n);
 		src += n;
 		copy_len -= n;
 		fixup = n;
-		/* The Write chunk's XDR pad sits at the front of the tail. */
-		if (pad) {
-			src -= pad;
-			copy_len += pad;
-		}
 	}
 	if (copy_len) {
 		if (copy_len > rcv->tail[0].iov_len)

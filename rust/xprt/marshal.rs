@@ -332,6 +332,8 @@ pub(crate) struct Reply<'a> {
     /// than 1, whose credit field speaks for that version.
     pub(crate) credit: Option<u32>,
     body_at: usize,
+    /// The first word of the RPC message an RDMA_MSG carries inline.
+    rpc_xid: Option<u32>,
     /// Kept to be checked against what its Call offered.
     hdr: header::Header<'a>,
 }
@@ -358,6 +360,7 @@ pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
         xid,
         credit: (hdr.vers == RPCRDMA_VERSION).then_some(hdr.credit),
         body_at,
+        rpc_xid: be32(body, 0),
         hdr,
     })
 }
@@ -404,6 +407,21 @@ impl Reply<'_> {
             Ok(ReplyKind::Error(_)) => Ok(Outcome::Failed(EIO)),
             Err(e) => Err(e.describe()),
         }
+    }
+
+    /// False for an RDMA_MSG whose RPC message does not start with the
+    /// transport header's XID (RFC 8166, section 4.1: `rdma_xid` is the
+    /// XID of the RPC message it carries): a server offering one RPC's
+    /// Reply as another's, which sunrpc, which skips the RPC XID, would
+    /// take. (An RDMA_NOMSG's message is in the Reply chunk, read only
+    /// once the RPC's memory is closed; C checks neither.)
+    pub(crate) fn rpc_xid_matches(&self) -> bool {
+        !matches!(self.hdr.body, Body::Msg(_)) || self.rpc_xid == Some(self.xid)
+    }
+
+    /// The first word of the RPC message an RDMA_MSG carries inline.
+    pub(crate) fn rpc_xid(&self) -> Option<u32> {
+        self.rpc_xid
     }
 
     /// The RDMA_ERROR this reply carries, if it is one.

@@ -546,6 +546,16 @@ impl EpShared {
             Incoming::Reply(reply) => reply,
         };
         let xid = reply.xid;
+        if !reply.rpc_xid_matches() {
+            let rpc_xid = reply.rpc_xid().unwrap_or(0);
+            return self.bad_reply(
+                rep,
+                done,
+                Some(xid),
+                ReplyError::Malformed,
+                fmt!("RPC message's XID {rpc_xid:#010x} differs from the transport header's"),
+            );
+        }
         let Some(rqst) = self.xprt.lookup_pin(xid) else {
             // No such Call (sunrpc counts bad_xids): a late or duplicate
             // reply (a task ended by a signal or a soft timeout leaves the
