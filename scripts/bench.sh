@@ -84,29 +84,11 @@ KERNEL_FLAVOR=bench scripts/build-kernel.sh >/dev/null
 kdir=$(KERNEL_FLAVOR=bench kernel_dir)
 
 # The module for the bench kernel, without the test hooks, built in a fresh
-# copy of the sources: building in the checkout would replace the
-# rpcrdma_rs.ko (and objects) the tests use with one for another kernel.
+# copy of the sources (build_module_copy).
 build=$RPCRDMA_RS_CACHE/bench-build
-rm -rf "$build"
-mkdir -p "$build/src"
-if git -C "$RPCRDMA_RS_TOP" rev-parse --git-dir >/dev/null 2>&1; then
-	# Tracked and new files as they are in the work tree, so uncommitted
-	# changes are measured; ignored files (build outputs) stay behind, and
-	# so do tracked files deleted from the work tree.
-	git -C "$RPCRDMA_RS_TOP" ls-files -z --cached --others --exclude-standard |
-		while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
-		cpio -0 -pdm --quiet "$build/src"
-else
-	tar -C "$RPCRDMA_RS_TOP" -cf - --exclude=rust/host/target --exclude=rust/peer/target \
-		--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' \
-		--exclude='*.rmeta' --exclude='.*.d' --exclude=Module.symvers --exclude=modules.order \
-		--exclude=rust/bindings/generated.rs \
-		Kbuild Makefile rust include scripts selftests | tar -C "$build/src" -xf -
-fi
 log "building rpcrdma_rs.ko for the bench kernel (log: $build/build.log)"
-make -C "$build/src" KDIR="$kdir" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" \
-	RPCRDMA_RS_TEST_HOOKS=n modules >"$build/build.log" 2>&1 ||
-	{ tail -40 "$build/build.log" >&2; die "building the bench module failed (log: $build/build.log)"; }
+build_module_copy "$build" "$kdir" RPCRDMA_RS_TEST_HOOKS=n ||
+	die "building the bench module failed (log: $build/build.log)"
 module=$build/src/rpcrdma_rs.ko
 # The instruction counter for the client's QEMU, and the program the guest
 # marks its jobs with (beside the module: the guests see that directory).

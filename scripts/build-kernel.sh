@@ -9,6 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dir=$(kernel_dir)
+mapfile -t kmake_vars < <(kernel_make_vars)
 if [ -f "$dir/.rpcrdma-rs-complete" ]; then
 	log "$KERNEL_FLAVOR kernel is cached: $dir"
 	echo "$dir"
@@ -27,9 +28,9 @@ mv "$top/linux-source-6.12" "$dir"
 cd "$dir"
 
 # A virtme-ng base (what its guests need to boot), then the fragment over it.
-virtme-configkernel --defconfig "${KMAKE_VARS[@]}" >"$top/config.log" 2>&1
+virtme-configkernel --defconfig "${kmake_vars[@]}" >"$top/config.log" 2>&1
 scripts/kconfig/merge_config.sh -m .config "$fragment" >>"$top/config.log" 2>&1
-make -s olddefconfig "${KMAKE_VARS[@]}"
+make -s olddefconfig "${kmake_vars[@]}"
 
 # Every option the fragment sets must have survived olddefconfig.
 bad=0
@@ -44,7 +45,7 @@ while IFS= read -r line; do
 done <"$fragment"
 [ "$bad" = 0 ] || die "the config fragment does not apply cleanly"
 
-make -j"$JOBS" bzImage modules "${KMAKE_VARS[@]}" >"$top/build.log" 2>&1 ||
+make -j"$JOBS" bzImage modules "${kmake_vars[@]}" >"$top/build.log" 2>&1 ||
 	{ tail -40 "$top/build.log" >&2; die "kernel build failed (log: $top/build.log)"; }
 touch .rpcrdma-rs-complete
 log "$KERNEL_FLAVOR kernel built: $dir"

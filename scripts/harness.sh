@@ -8,10 +8,15 @@
 #   scripts/harness.sh [--transport c|rs] [--rdma rxe|siw] [--tests "a.sh b.sh"]
 #                      [--out DIR] [--timeout SECONDS] [--env NAME=VALUE]...
 #                      [--append KERNEL-ARGS] [--cpus N] [--server-cpus N]
-#                      [--kernel test|bench] [--module PATH] [--without "a.sh ..."]
+#                      [--kernel test|bench|kasan] [--server-kernel test|kasan]
+#                      [--module PATH] [--without "a.sh ..."]
 #                      [--canary] [--client-qemu-opts OPTIONS]
 #   scripts/harness.sh --judge DIR
 #
+# --server-kernel boots the server guest on another kernel than the
+# client's (scripts/test.sh --wire-fuzz: the KASAN kernel checks the client,
+# where the module runs, and the server, which runs the fuzzing peer in
+# userspace, boots the test kernel).
 # --kernel bench boots the benchmark kernel (scripts/bench.sh), which has no
 # lockdep or kmemleak to check and gets no debugging options on its command
 # line. --module loads that rpcrdma_rs.ko instead of the checkout's (not
@@ -56,6 +61,7 @@ without=""
 cpus=${HARNESS_CPUS:-2}
 server_cpus=1
 kernel="test"
+server_kernel=""
 module=$RPCRDMA_RS_TOP/rpcrdma_rs.ko
 append=""
 append_set=0
@@ -74,6 +80,7 @@ while [ $# -gt 0 ]; do
 	--cpus) cpus=$2; shift 2 ;;
 	--server-cpus) server_cpus=$2; shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
+	--server-kernel) server_kernel=$2; shift 2 ;;
 	--module) module=$2; shift 2 ;;
 	--without) without=$2; shift 2 ;;
 	--canary) canary=1; shift ;;
@@ -96,14 +103,14 @@ if [ -n "$judge" ]; then
 fi
 case "$transport" in c | rs) ;; *) die "--transport is c or rs" ;; esac
 case "$rdma" in rxe | siw) ;; *) die "--rdma is rxe or siw" ;; esac
-case "$kernel" in test | bench) ;; *) die "--kernel is test or bench" ;; esac
+case "$kernel" in test | bench | kasan) ;; *) die "--kernel is test, bench or kasan" ;; esac
 [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus is a number of vCPUs"
 [[ $server_cpus =~ ^[1-9][0-9]*$ ]] || die "--server-cpus is a number of vCPUs"
 # kernel_dir (scripts/lib.sh) picks the build tree by flavor.
 KERNEL_FLAVOR=$kernel
 # Debugging aids on the guests' command line (the test kernel has the rest
 # built in); the bench kernel runs as it is.
-if [ "$append_set" = 0 ] && [ "$kernel" = test ]; then
+if [ "$append_set" = 0 ] && [ "$kernel" != bench ]; then
 	append="slub_debug=FZP kmemleak=on"
 fi
 # The default tests. Whether chunks may be used under krb5i/krb5p is
@@ -113,7 +120,7 @@ if [ -z "$tests" ]; then
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
 	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh"
 	tests="$tests dkms.sh"
-	tests="$tests hostile_peer.sh"
+	tests="$tests hostile_peer.sh nfs_wire_fuzz.sh"
 	# --without leaves some of the default tests out.
 	for w in $without; do
 		tests=$(tr ' ' '\n' <<<"$tests" | grep -vxF "$w" | tr '\n' ' ')
@@ -233,7 +240,7 @@ known_skip() {
 # regular expressions): oopses, BUG and WARNING splats (lockdep's
 # included), SLUB debugging reports ("BUG kmalloc-128 (Not tainted): ..."
 # has no colon after BUG), lockdep's INFO reports, RCU stalls, hung tasks,
-# soft and workqueue lockups, failed page allocations, KFENCE, UBSAN,
+# soft and workqueue lockups, failed page allocations, KFENCE, KASAN, UBSAN,
 # panics, Rust panics and kmemleak reports. (The test kernel has the
 # hung-task watchdog at 240 s, the soft-lockup detector and the workqueue
 # watchdog built in: selftests/rpcrdma_rs/config. It has no UBSAN; that
@@ -248,7 +255,7 @@ kernel_problem_patterns=(
 	'INFO: task .* blocked for more than'
 	'BUG: soft lockup' 'BUG: workqueue lockup'
 	'page allocation failure'
-	'KFENCE:' 'UBSAN:' 'Kernel panic' 'rust_panic' 'panicked at' 'unreferenced object'
+	'KFENCE:' 'KASAN:' 'UBSAN:' 'Kernel panic' 'rust_panic' 'panicked at' 'unreferenced object'
 )
 kernel_problem_re=$(IFS='|'; echo "${kernel_problem_patterns[*]}")
 
@@ -281,13 +288,19 @@ case " $append " in *" kmemleak=off "*) kmemleak_expected=0 ;; esac
 if [ -z "$judge" ]; then
 kdir=$(kernel_dir)
 [ -f "$kdir/.rpcrdma-rs-complete" ] || die "no $kernel kernel (KERNEL_FLAVOR=$kernel scripts/build-kernel.sh)"
+server_kdir=$kdir
+if [ -n "$server_kernel" ] && [ "$server_kernel" != "$kernel" ]; then
+	case "$server_kernel" in test | kasan) ;; *) die "--server-kernel is test or kasan" ;; esac
+	server_kdir=$(KERNEL_FLAVOR=$server_kernel kernel_dir)
+	[ -f "$server_kdir/.rpcrdma-rs-complete" ] || die "no $server_kernel kernel for the server"
+fi
 module=$(realpath -m -- "$module")
 # The guests mount a fresh /tmp, so a module there would not be the one
 # loaded, or would not be found at all.
 case "$module" in /tmp | /tmp/*) die "--module $module: the guests cannot see /tmp; put it elsewhere" ;; esac
 [ "$transport" = c ] || [ -f "$module" ] || die "no $module (make)"
 # hostile_peer.sh runs rust/peer's server in the server guest.
-case " $tests " in *" hostile_peer.sh "*) build_peer || die "building rust/peer failed" ;; esac
+case " $tests " in *" hostile_peer.sh "* | *" nfs_wire_fuzz.sh "*) build_peer || die "building rust/peer failed" ;; esac
 
 # The run directory is shared read-write with both guests; it must not be
 # under /tmp, which the guests mount afresh.
@@ -352,7 +365,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 sel=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs
 # The source tree is shared explicitly: the guests mount fresh file systems
 # over /tmp and parts of /var, where a checkout may live.
-vng_common=(--run "$kdir" --disable-kvm --force-9p --user root --memory 2G
+vng_common=(--disable-kvm --force-9p --user root --memory 2G
 	--verbose --rodir="$RPCRDMA_RS_TOP" --rwdir="$out" --overlay-rwdir=/etc --overlay-rwdir=/var/lib/nfs
 	--overlay-rwdir=/srv --overlay-rwdir=/mnt --overlay-rwdir=/run)
 [ -z "$append" ] || vng_common+=(--append "$append")
@@ -375,14 +388,14 @@ esac
 
 guest() { # ROLE NETDEV-OPTIONS MAC
 	local role=$1 netdev=$2 mac=$3
-	local n=$cpus more=$client_qemu
-	[ "$role" = server ] && n=$server_cpus more=""
-	timeout --kill-after=15 "$limit" "$VNG" "${vng_common[@]}" --cpus "$n" --name "rpcrdma-$role" \
+	local n=$cpus more=$client_qemu run=$kdir
+	[ "$role" = server ] && n=$server_cpus more="" run=$server_kdir
+	timeout --kill-after=15 "$limit" "$VNG" --run "$run" "${vng_common[@]}" --cpus "$n" --name "rpcrdma-$role" \
 		--qemu-opts="-netdev socket,id=n1,$netdev -device virtio-net-pci,netdev=n1,mac=$mac${more:+ $more}" \
 		-- bash "$sel/guest_$role.sh" "$out" </dev/null >"$out/$role-console.log" 2>&1
 }
 
-log "run $out: transport=$transport rdma=$rdma kernel=$kernel cpus=$cpus/$server_cpus tests: $tests"
+log "run $out: transport=$transport rdma=$rdma kernel=$kernel${server_kernel:+ (server: $server_kernel)} cpus=$cpus/$server_cpus tests: $tests"
 start=$(date +%s)
 # A server guest that ends before it is ready (one panicked booting under
 # TCG with two vCPUs) has failed, as one that says so: the client, which

@@ -39,13 +39,16 @@ build_peer() {
 }
 die() { printf '[rpcrdma-rs] error: %s\n' "$*" >&2; exit 1; }
 
-# Two kernels are built from the same source: "test" (the default), with
-# the debugging options the tests rely on, and "bench" (KERNEL_FLAVOR=bench,
-# scripts/bench.sh), the same configuration without them. The bench
-# fragment is the test fragment with its debugging and fault-injection
-# section cut out, then config.bench over it.
+# Three kernels are built from the same source: "test" (the default), with
+# the debugging options the tests rely on; "bench" (KERNEL_FLAVOR=bench,
+# scripts/bench.sh), the same configuration without them (the test
+# fragment with its debugging and fault-injection section cut out, then
+# config.bench over it); and "kasan" (KERNEL_FLAVOR=kasan, scripts/test.sh
+# --wire-fuzz), the test fragment with config.kasan over it, built with
+# clang (kernel_make_vars).
 KERNEL_FLAVOR=${KERNEL_FLAVOR:-test}
 KERNEL_BENCH_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.bench
+KERNEL_KASAN_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.kasan
 kernel_fragment() {
 	case "$KERNEL_FLAVOR" in
 	test) cat "$KERNEL_CONFIG_FRAGMENT" ;;
@@ -53,8 +56,16 @@ kernel_fragment() {
 		sed '/^# Debugging options the tests rely on/,/^# No debug info/{/^# No debug info/!d}' \
 			"$KERNEL_CONFIG_FRAGMENT"
 		cat "$KERNEL_BENCH_FRAGMENT" ;;
-	*) die "KERNEL_FLAVOR is test or bench, not $KERNEL_FLAVOR" ;;
+	kasan) cat "$KERNEL_CONFIG_FRAGMENT" "$KERNEL_KASAN_FRAGMENT" ;;
+	*) die "KERNEL_FLAVOR is test, bench or kasan, not $KERNEL_FLAVOR" ;;
 	esac
+}
+
+# What every make of this flavor's kernel, and of modules for it, adds:
+# the kasan kernel is built with clang and lld, and so must its modules be.
+kernel_make_vars() {
+	printf '%s\n' "${KMAKE_VARS[@]}"
+	[ "$KERNEL_FLAVOR" != kasan ] || echo LLVM=1
 }
 
 # The cache key of a kernel: everything its build depends on.
@@ -69,6 +80,7 @@ kernel_cache_key() {
 		echo "kernel=$kver"
 		echo "rustc=$rver"
 		echo "bindgen=$BINDGEN_VERSION"
+		[ "$KERNEL_FLAVOR" != kasan ] || clang --version 2>/dev/null | head -1
 		kernel_fragment
 	} | sha256sum | cut -c1-16
 }
@@ -78,6 +90,34 @@ kernel_dir() {
 	local prefix=kernel
 	[ "$KERNEL_FLAVOR" = test ] || prefix=kernel-$KERNEL_FLAVOR
 	echo "$RPCRDMA_RS_CACHE/$prefix-$(kernel_cache_key)/linux"
+}
+
+# build_module_copy DIR KDIR MAKE-ARGS...: builds rpcrdma_rs.ko against KDIR
+# in DIR/src, a fresh copy of the sources (building in the checkout would
+# replace the rpcrdma_rs.ko, and objects, the tests use with one for
+# another kernel); the log in DIR/build.log. Tracked and new files as they
+# are in the work tree, so that uncommitted changes are built; ignored
+# files (build outputs) stay behind, and so do tracked files deleted from
+# the work tree.
+build_module_copy() {
+	local build=$1 kdir=$2
+	shift 2
+	rm -rf "$build"
+	mkdir -p "$build/src"
+	if git -C "$RPCRDMA_RS_TOP" rev-parse --git-dir >/dev/null 2>&1; then
+		(cd "$RPCRDMA_RS_TOP" && git ls-files -z --cached --others --exclude-standard |
+			while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
+			cpio -0 -pdm --quiet "$build/src")
+	else
+		tar -C "$RPCRDMA_RS_TOP" -cf - --exclude=rust/host/target --exclude=rust/peer/target \
+			--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' \
+			--exclude='*.rmeta' --exclude='.*.d' --exclude=Module.symvers --exclude=modules.order \
+			--exclude=rust/bindings/generated.rs \
+			Kbuild Makefile rust include scripts selftests | tar -C "$build/src" -xf -
+	fi
+	make -C "$build/src" KDIR="$kdir" RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" "$@" \
+		modules >"$build/build.log" 2>&1 ||
+		{ tail -40 "$build/build.log" >&2; return 1; }
 }
 
 # time_table TIMES BUDGET: the time table scripts/test.sh prints. TIMES has

@@ -12,6 +12,8 @@ DEBIAN_PACKAGES=(
 	# kernel build
 	linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	libclang-dev clang
+	# the KASAN kernel (scripts/test.sh --wire-fuzz) is built with LLVM=1
+	llvm lld
 	build-essential flex bison bc libelf-dev libssl-dev cpio kmod dwarves
 	xz-utils python3-venv
 	# guests and what runs inside them (virtme shares the host's root)

@@ -10,6 +10,7 @@
 #   scripts/test.sh [--full]
 #   scripts/test.sh --soak MINUTES [--transport c|rs] [--rdma rxe|siw]
 #   scripts/test.sh --mutants [NAME...]
+#   scripts/test.sh --wire-fuzz MINUTES
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA_RS_TOP"
@@ -19,7 +20,8 @@ cd "$RPCRDMA_RS_TOP"
 # to stay within CI's time on a slow two-core host), two runs of
 # rpcrdma_rs, and every test but nfs_server_loss.sh in one of them:
 # - over rxe: the data integrity test (NFSv3 to v4.2, IPv6 with v3 and
-#   v4.2), nfs_workloads.sh, nfs_load.sh (3 unload rounds instead of 50)
+#   v4.2), nfs_workloads.sh, nfs_wire_fuzz.sh (60 s of a fuzzing
+#   server), nfs_load.sh (3 unload rounds instead of 50)
 #   and nfs_inline_thresholds.sh (a region maps 32 pages over rxe, 256
 #   over siw, so RPCs take several and the load runs the MR pool dry),
 #   nfs_krb5.sh (which needs rxe) and hostile_peer.sh (whose cases over
@@ -28,7 +30,10 @@ cd "$RPCRDMA_RS_TOP"
 # - over siw: the data integrity test (NFSv4.2, over IPv4 and IPv6) and
 #   all the others: nfs_teardown.sh, connect_probe.sh, tracepoints.sh,
 #   device_tracking.sh, nfs_utils.sh (which mounts over the kernel's
-#   rpcrdma too, for nfs-utils to read both) and dkms.sh.
+#   rpcrdma too, for nfs-utils to read both) and dkms.sh;
+# that is rotation 0: ROTATION (below) swaps the fabrics of all but the
+# data integrity test and the four pinned to rxe from one commit to the
+# next.
 # nfs_server_loss.sh (four server losses under verified fio, 12 minutes
 # on a slow host) runs with --full only.
 # The C reference's code does not change with this tree: its results
@@ -38,15 +43,29 @@ cd "$RPCRDMA_RS_TOP"
 # --soak MINUTES: nothing of the above; one guest pair (rpcrdma_rs over
 # rxe unless --transport or --rdma say otherwise) runs nfs_soak.sh for
 # MINUTES.
+# --wire-fuzz MINUTES: nothing of the above; nfs_wire_fuzz.sh fuzzes for
+# MINUTES with rpcrdma_rs over rxe, then over siw, on the KASAN kernel
+# (KERNEL_FLAVOR=kasan, built with clang once and cached under its own
+# key; should it fail to build, on the test kernel, with KFENCE and
+# slub_debug, and the run says so), then the same with the kernel's C
+# client: the reference column, whose outcome is recorded in the results,
+# not counted (WIRE_FUZZ_RUNS="rs:rxe c:siw ..." picks runs). The default
+# command fuzzes for 60 s, on the test kernel, over the fabric
+# nfs_workloads.sh has.
 # --mutants [NAME...]: nothing of the above; scripts/mutants.sh plants
 # each fault of selftests/rpcrdma_rs/mutants/ (or those NAMEd) in a copy
 # of the tree, and passes only if its test goes red on every one.
-usage="usage: $0 [--full] | --soak MINUTES [--transport c|rs] [--rdma rxe|siw] | --mutants [NAME...]"
-full=0 soak="" soak_transport="" soak_rdma="" mutants=0
+usage="usage: $0 [--full] | --soak MINUTES [--transport c|rs] [--rdma rxe|siw] | --mutants [NAME...] | --wire-fuzz MINUTES"
+full=0 soak="" soak_transport="" soak_rdma="" mutants=0 wire_fuzz=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--full) full=1; shift ;;
 	--mutants) mutants=1; shift; break ;;
+	--wire-fuzz)
+		[ $# -ge 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || die "--wire-fuzz takes a whole number of minutes"
+		wire_fuzz=$2
+		shift 2
+		;;
 	--soak | --transport | --rdma)
 		[ $# -ge 2 ] || die "$usage"
 		case "$1" in
@@ -59,6 +78,7 @@ while [ $# -gt 0 ]; do
 	*) die "$usage" ;;
 	esac
 done
+[ -z "$wire_fuzz" ] || [ "$full$mutants$soak$soak_transport$soak_rdma" = 00 ] || die "$usage"
 if [ -n "$soak" ]; then
 	[[ $soak =~ ^[1-9][0-9]*$ ]] || die "--soak takes a whole number of minutes"
 	[ "$full" = 0 ] || die "$usage"
@@ -124,6 +144,61 @@ if [ -n "$soak" ]; then
 		failed=$((failed + 1))
 	fi
 	log "results: $out (TAP: tap/nfs_soak.sh.tap; each round: nfs_soak/round-N/)"
+	echo "$passed passed, $failed failed, $skipped skipped"
+	exit "$((failed > 0))"
+fi
+
+if [ -n "$wire_fuzz" ]; then
+	build_peer || die "building rust/peer failed"
+	out=$RPCRDMA_RS_CACHE/runs/wire-fuzz-$(date +%Y%m%d-%H%M%S)
+	mkdir -p "$out"
+	kernel=kasan module=() server=()
+	if KERNEL_FLAVOR=kasan scripts/build-kernel.sh >/dev/null &&
+		log "building rpcrdma_rs.ko for the KASAN kernel (log: $out/kasan-build/build.log)" &&
+		build_module_copy "$out/kasan-build" "$(KERNEL_FLAVOR=kasan kernel_dir)" \
+			RPCRDMA_RS_TEST_HOOKS=y LLVM=1; then
+		module=(--module "$out/kasan-build/src/rpcrdma_rs.ko")
+		# KASAN checks the client, where the module runs; the server, which
+		# runs the peer in userspace, boots the test kernel (the KASAN
+		# kernel's early boot under TCG once took an interrupt before its
+		# descriptor was ready: a KASAN report before any module loaded).
+		server=(--server-kernel test)
+	else
+		kernel=test
+		log "no KASAN kernel: fuzzing on the test kernel (KFENCE, slub_debug) instead"
+		scripts/build-module.sh
+	fi
+	echo "$kernel" >"$out/kernel"
+	seed=$(date +%s)
+	limit=$((wire_fuzz * 60 * 3 + 2400))
+	for run in ${WIRE_FUZZ_RUNS:-rs:rxe rs:siw c:rxe c:siw}; do
+		IFS=: read -r t r <<<"$run"
+		more=()
+		[ "$t" = rs ] && more=("${module[@]}")
+		[ "$t" = c ] && more=(--cpus 1 --env WIRE_FUZZ_C=1)
+		log "wire fuzz: $t over $r, $wire_fuzz minutes, seeds from $seed, $kernel kernel"
+		# The test's own limit: KASAN under TCG makes a round of 30 s take
+		# about 80.
+		scripts/harness.sh --transport "$t" --rdma "$r" --kernel "$kernel" "${server[@]}" \
+			--tests nfs_wire_fuzz.sh --out "$out/$t-$r" --timeout "$limit" \
+			--env "WIRE_FUZZ_SECONDS=$((wire_fuzz * 60))" --env "TEST_TIMEOUT=$((wire_fuzz * 60 * 3 + 600))" \
+			--env "WIRE_FUZZ_SEED=$seed" "${more[@]}" "${harness_args[@]}" || true
+		seed=$((seed + 1000))
+		if [ "$t" = c ]; then
+			# The reference column: recorded, not counted.
+			{ echo "$t/$r:"; cat "$out/$t-$r/failures.txt" "$out/$t-$r/problems.txt" 2>/dev/null; } \
+				>>"$out/c-column.txt"
+		elif [ -f "$out/$t-$r/summary" ]; then
+			add_counts "$out/$t-$r/summary"
+		else
+			failed=$((failed + 1))
+		fi
+	done
+	if [ -f "$out/c-column.txt" ]; then
+		log "the C client's column (recorded, not counted): $out/c-column.txt"
+		sed 's/^/  /' "$out/c-column.txt" >&2
+	fi
+	log "results: $out (kernel: $kernel)"
 	echo "$passed passed, $failed failed, $skipped skipped"
 	exit "$((failed > 0))"
 fi
@@ -205,7 +280,7 @@ fi
 # number of commits, even or odd), so that each fabric sees each of them
 # over two runs; --full runs everything over both.
 pinned_rxe="nfs_load.sh nfs_inline_thresholds.sh nfs_krb5.sh hostile_peer.sh"
-swap_a="nfs_workloads.sh"
+swap_a="nfs_workloads.sh nfs_wire_fuzz.sh"
 swap_b="nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh dkms.sh"
 rotation=${ROTATION:-$(git -C "$RPCRDMA_RS_TOP" rev-list --count HEAD 2>/dev/null || echo 0)}
 case "$rotation" in *[!0-9]* | '') die "ROTATION is a whole number" ;; esac
