@@ -740,26 +740,6 @@ fn handle(
         }
         return;
     }
-    if due == Some(Fault::OtherXid) && s.reordered.is_none() {
-        // Counted once the next Call comes (queue_after_held); should
-        // none come, the next due Call tries again.
-        event!(
-            "fault-held name=other-xid xid={:#010x} proc={proc_name}",
-            call.xid
-        );
-        let p = Pending {
-            xid: call.xid,
-            out,
-            arrived: msg.arrived,
-            due,
-            mutation: None,
-            handles,
-        };
-        if let Some(before) = s.reordered.replace(p) {
-            s.queue.push_back(before);
-        }
-        return;
-    }
     if out.hold {
         // Counted now, so that the Call it waits for is answered as usual.
         trigger.fired();
@@ -815,7 +795,17 @@ fn handle(
         mutation: None,
         handles,
     };
-    queue_after_held(s, p, trigger);
+    if due == Some(Fault::OtherXid) && s.reordered.is_none() {
+        // Counted once the next Call comes (queue_after_held); should
+        // none come, the next due Call tries again.
+        event!(
+            "fault-held name=other-xid xid={:#010x} proc={proc_name}",
+            call.xid
+        );
+        s.reordered = Some(p);
+    } else {
+        queue_after_held(s, p, trigger);
+    }
 }
 
 /// Queues `p`, and the Reply held for the next one: after it (`--fuzz`
