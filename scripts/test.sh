@@ -159,9 +159,8 @@ if [ -n "$wire_fuzz" ]; then
 			RPCRDMA_RS_TEST_HOOKS=y LLVM=1; then
 		module=(--module "$out/kasan-build/src/rpcrdma_rs.ko")
 		# KASAN checks the client, where the module runs; the server, which
-		# runs the peer in userspace, boots the test kernel (the KASAN
-		# kernel's early boot under TCG once took an interrupt before its
-		# descriptor was ready: a KASAN report before any module loaded).
+		# runs the peer in userspace, boots the test kernel, which boots
+		# faster.
 		server=(--server-kernel test)
 	else
 		kernel=test
