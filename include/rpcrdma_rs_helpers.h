@@ -214,7 +214,8 @@ int rpcrdma_rs_rqst_layouts(struct rpc_rqst *rqst,
 int rpcrdma_rs_xdr_read(const struct xdr_buf *buf, u32 offset, void *out,
 			u32 len);
 int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
-			    u32 writelist);
+			    u32 writelist, u32 *dropped);
+bool rpcrdma_rs_rqst_rcv_word0(const struct rpc_rqst *rqst, u32 *word);
 void rpcrdma_rs_complete_unpin(struct rpc_rqst *rqst, int result);
 void rpcrdma_rs_unpin(struct rpc_rqst *rqst);
 /* The rate-limit budgets of the module's log lines. */

@@ -10,6 +10,7 @@
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/xdr.h>
+#include <linux/unaligned.h>
 
 #include "rpcrdma_rs_helpers.h"
 
@@ -131,11 +132,14 @@ static void rpcrdma_rs_copy_to_pages(struct page **pages, unsigned int base,
  * request's receive buffer: the head first, then the pages (unless
  * @writelist bytes of the Reply were placed there by RDMA Write), then the
  * tail.  A head left partly empty by such a reduced Reply is trimmed so
- * that the decoder does not move the placed data.  Returns the bytes
- * copied into pages.
+ * that the decoder does not move the placed data.  What does not fit the
+ * tail is left out, as the C transport and TCP do (the upper layer sized
+ * the buffer for the largest reply it can decode): *@dropped says how
+ * much.  Returns the bytes copied into pages, or -ENOMEM with nothing
+ * written.
  */
 int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
-			    u32 writelist)
+			    u32 writelist, u32 *dropped)
 {
 	struct xdr_buf *rcv = &rqst->rq_rcv_buf;
 	struct xdr_buf *priv = &rqst->rq_private_buf;
@@ -182,12 +186,36 @@ int rpcrdma_rs_rqst_deliver(struct rpc_rqst *rqst, const void *data, u32 len,
 		copy_len -= n;
 		fixup = n;
 	}
+	*dropped = 0;
 	if (copy_len) {
-		if (copy_len > rcv->tail[0].iov_len)
-			return -EMSGSIZE;
-		memmove(rcv->tail[0].iov_base, src, copy_len);
+		/*
+		 * The Write chunk's data has an implicit XDR pad, which the
+		 * reply's length counts and xdr_read_pages() skips at the
+		 * start of the tail: what follows goes after it.
+		 */
+		unsigned int tail = rcv->tail[0].iov_len;
+		unsigned int pad = min_t(unsigned int, xdr_pad_size(writelist), tail);
+		unsigned int n = min_t(unsigned int, copy_len, tail - pad);
+
+		memset(rcv->tail[0].iov_base, 0, pad);
+		memmove(rcv->tail[0].iov_base + pad, src, n);
+		*dropped = copy_len - n;
 	}
 	return fixup;
+}
+
+/*
+ * Reads the first word of @rqst's receive buffer, where the RPC message a
+ * Reply chunk carries starts (its XID); false if the head has none.
+ */
+bool rpcrdma_rs_rqst_rcv_word0(const struct rpc_rqst *rqst, u32 *word)
+{
+	const struct kvec *head = &rqst->rq_rcv_buf.head[0];
+
+	if (!head->iov_base || head->iov_len < sizeof(__be32))
+		return false;
+	*word = get_unaligned_be32(head->iov_base);
+	return true;
 }
 
 /*

@@ -401,9 +401,11 @@ unsafe impl Send for PinnedRqst {}
 impl PinnedRqst {
     /// Copies the inline part of an RPC Reply into the request's receive
     /// buffer, around `writelist` bytes the server placed in its pages;
-    /// returns the bytes copied into pages.
-    pub(crate) fn deliver(&mut self, data: &[u8], writelist: u32) -> Result<u32> {
+    /// returns the bytes copied into pages, and those left out because
+    /// the buffer ends before them.
+    pub(crate) fn deliver(&mut self, data: &[u8], writelist: u32) -> Result<(u32, u32)> {
         let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
+        let mut dropped = 0;
         // SAFETY: The request is pinned (type invariant), so its buffers
         // stay; `data` is readable for `len` bytes.
         let copied = unsafe {
@@ -412,10 +414,22 @@ impl PinnedRqst {
                 data.as_ptr().cast(),
                 len,
                 writelist,
+                &mut dropped,
             )
         };
         to_result(copied)?;
-        u32::try_from(copied).map_err(|_| EINVAL)
+        Ok((u32::try_from(copied).map_err(|_| EINVAL)?, dropped))
+    }
+
+    /// The first word of the receive buffer, where a Reply chunk's RPC
+    /// message starts (its XID). Read only once the server can no longer
+    /// write there.
+    pub(crate) fn rcv_first_word(&self) -> Option<u32> {
+        let mut word = 0;
+        // SAFETY: The request is pinned (type invariant), so its receive
+        // buffer stays.
+        let found = unsafe { bindings::rpcrdma_rs_rqst_rcv_word0(self.raw.as_ptr(), &mut word) };
+        found.then_some(word)
     }
 
     /// Room in the receive buffer, and in its pages.

@@ -25,7 +25,10 @@
 //!   events above. Dropping it instead (at teardown) leaves the RPC to be
 //!   retransmitted, never failed.
 //! - Once a reply for an RPC with a record is accepted, no other reply is
-//!   delivered for it. When a LOCAL_INV's completion hands the reply out
+//!   delivered for it, unless the delivery refuses it (a Reply chunk
+//!   whose message names another XID): the mark below is then removed,
+//!   and the RPC, which holds no region any more, waits as one with no
+//!   record. When a LOCAL_INV's completion hands the reply out
 //!   for delivery, the record stays behind until `buf_free` or the drain,
 //!   holding no region, as the mark that the RPC was answered
 //!   ([`Phase::Answered`]): a duplicate reply may have found and pinned
@@ -35,7 +38,8 @@
 //!   no reply handler holds it pinned, so no reply can look for the mark
 //!   any more when `buf_free` removes it. A reply that [`MrPool::answer`]
 //!   hands out at once needs no mark: its caller, the Receive handler,
-//!   completes the RPC before it looks up the RPC of the next reply.
+//!   completes (or refuses) the RPC's reply before it looks up the RPC of
+//!   the next reply.
 //! - How many records each bucket of XIDs has is counted where it can be
 //!   read without the pool's lock ([`Recorded`]): an RPC whose bucket is
 //!   empty holds nothing, and `buf_free` returns at once.
@@ -175,8 +179,8 @@ enum Phase {
     /// [`MrPool::answer`] keeps no mark), and every region is back on the
     /// free list: the record only marks the RPC answered, so that another
     /// reply for it is a duplicate, until `buf_free`
-    /// ([`MrPool::forget_answered`]), a resend (`register`) or the drain
-    /// removes it.
+    /// ([`MrPool::forget_answered`]), the refusal of that reply at
+    /// delivery (the same), a resend (`register`) or the drain removes it.
     Answered,
 }
 
@@ -661,7 +665,10 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// record is. For `buf_free`: sunrpc calls it once the RPC is off its
     /// receive queue and no reply handler holds it pinned
     /// (`xprt_request_dequeue_xprt` waits for that), so no reply for it can
-    /// reach [`MrPool::answer`] any more.
+    /// reach [`MrPool::answer`] any more. And for a reply refused at
+    /// delivery, whose RPC waits again: a later reply for it is then one
+    /// for an RPC with no record, which holds nothing on this connection.
+    /// Only a mark is removed, never the record of a resend.
     pub(crate) fn forget_answered(&mut self, xid: u32) {
         if let Some(slot) = self.find(xid) {
             self.forget_if_answered(slot);
@@ -891,7 +898,8 @@ impl<H: MrHandler, P> MrPool<H, P> {
     /// nothing here marks it answered; nor does anything stay of a record
     /// whose regions are all unreachable at once. So the caller must act on
     /// its `Answer::Now` (complete the RPC, which takes it off sunrpc's
-    /// receive queue) before it looks up the RPC of another reply.
+    /// receive queue, or refuse the reply) before it looks up the RPC of
+    /// another reply.
     pub(crate) fn answer(
         &mut self,
         xid: u32,

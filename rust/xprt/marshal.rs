@@ -413,8 +413,8 @@ impl Reply<'_> {
     /// transport header's XID (RFC 8166, section 4.1: `rdma_xid` is the
     /// XID of the RPC message it carries): a server offering one RPC's
     /// Reply as another's, which sunrpc, which skips the RPC XID, would
-    /// take. (An RDMA_NOMSG's message is in the Reply chunk, read only
-    /// once the RPC's memory is closed; C checks neither.)
+    /// take. (An RDMA_NOMSG's message is in the Reply chunk, checked by
+    /// [`deliver`] once the RPC's memory is closed; C checks neither.)
     pub(crate) fn rpc_xid_matches(&self) -> bool {
         !matches!(self.hdr.body, Body::Msg(_)) || self.rpc_xid == Some(self.xid)
     }
@@ -433,29 +433,56 @@ impl Reply<'_> {
     }
 }
 
-/// Completes `rqst` with `outcome`, copying the inline part of its Reply
-/// from `data` (the whole received message), counted in `counts` (the
-/// delivering handler's own). Runs only once nothing of the RPC's memory
-/// is reachable by the server or mapped for DMA.
-pub(crate) fn deliver(mut rqst: PinnedRqst, outcome: Outcome, data: &[u8], counts: &Delivered) {
+/// A Reply chunk's RPC message that names another XID than its transport
+/// header (as [`Reply::rpc_xid_matches`] finds for RDMA_MSG): found only
+/// once the chunk can be read, after its RPC's memory is closed. The RPC
+/// is left waiting, to be sent again on the next connection.
+pub(crate) struct OtherXid(pub(crate) u32);
+
+/// Completes `rqst`, RPC `xid`, with `outcome`, copying the inline part of
+/// its Reply from `data` (the whole received message), counted in `counts`
+/// (the delivering handler's own). Runs only once nothing of the RPC's
+/// memory is reachable by the server or mapped for DMA, which is when a
+/// Reply chunk can be read. Returns how many bytes of an inline Reply
+/// were left out because the receive buffer ends before them (the C
+/// transport and TCP deliver what fits, too: the upper layer sized the
+/// buffer for the largest reply it decodes). A Reply refused here does
+/// not complete `rqst`.
+pub(crate) fn deliver(
+    mut rqst: PinnedRqst,
+    xid: u32,
+    outcome: Outcome,
+    data: &[u8],
+    counts: &Delivered,
+) -> Result<usize, OtherXid> {
+    let mut dropped = 0;
     let result = match outcome {
         Outcome::Inline { body_at, written } => {
             let body = data.get(body_at..).unwrap_or(&[]);
-            rqst.deliver(body, written).map(|fixup| {
+            rqst.deliver(body, written).map(|(fixup, left_out)| {
+                dropped = left_out as usize;
                 bump(&counts.fixup_copy_count, u64::from(fixup));
                 bump(&counts.total_rdma_reply, u64::from(written));
-                // C: rpclen + xdr_align_size(writelist).
-                let rpclen = u32::try_from(body.len()).unwrap_or(u32::MAX);
+                // C: rpclen + xdr_align_size(writelist), less what was
+                // left out.
+                let rpclen = u32::try_from(body.len())
+                    .unwrap_or(u32::MAX)
+                    .saturating_sub(left_out);
                 rpclen.saturating_add(written.next_multiple_of(4))
             })
         }
-        Outcome::Long { len } => {
-            bump(&counts.total_rdma_reply, u64::from(len));
-            Ok(len)
-        }
+        Outcome::Long { len } => match rqst.rcv_first_word() {
+            // Shorter than an XID, it is no RPC Reply, which sunrpc says.
+            Some(rpc_xid) if len >= 4 && rpc_xid != xid => return Err(OtherXid(rpc_xid)),
+            _ => {
+                bump(&counts.total_rdma_reply, u64::from(len));
+                Ok(len)
+            }
+        },
         Outcome::Failed(e) => Err(e),
     };
     rqst.complete(result);
+    Ok(dropped)
 }
 
 /// True for an RDMA_MSG with no chunks whose RPC message is a Call with

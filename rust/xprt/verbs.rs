@@ -14,7 +14,7 @@
 use super::{
     connect::{self, requester_params, ConnEvents, MAX_PEER_PRIVATE, RESOLVE_TIMEOUT_MS},
     frwr::{Answer, Gate, Invalidated, MrList, MrPool, Recorded, MAX_DATA_PAGES, MAX_SEGS},
-    marshal::{self, Incoming, Outcome},
+    marshal::{self, Incoming, OtherXid, Outcome},
     stats::{bump, Delivered, Stats},
 };
 use crate::{
@@ -77,9 +77,9 @@ struct Regs {
 /// A reply held until the memory of its RPC is unreachable: the Receive
 /// buffer it arrived in (`rep`) is not reposted before then.
 pub(crate) struct Deferred {
-    /// For the test hooks' check of the delivery (`witness.rs`), made
-    /// under the lock the pool hands the reply out under (`handed_out`).
-    #[cfg(rpcrdma_rs_test_hooks)]
+    /// The RPC's XID: what a Reply chunk's message must name, and the
+    /// test hooks' check of the delivery (`witness.rs`), made under the
+    /// lock the pool hands the reply out under (`handed_out`).
     xid: u32,
     #[cfg(rpcrdma_rs_test_hooks)]
     check: Option<super::witness::Check>,
@@ -389,14 +389,45 @@ impl EpShared {
 
     /// Delivers a reply whose RPC's memory is unreachable, counted in the
     /// delivering handler's `counts`, then reposts its Receive buffer (the
-    /// handler's completion `done` is of the same QP).
+    /// handler's completion `done` is of the same QP). A Reply chunk whose
+    /// message names another RPC is refused here instead, and only a reply
+    /// delivered restarts the reconnect backoff (`taken`).
     fn finish(&self, d: Deferred, counts: &Delivered, done: &Completion) {
         #[cfg(rpcrdma_rs_test_hooks)]
         if let Some(check) = d.check {
             check.report(&self.xprt, d.xid);
         }
-        marshal::deliver(d.rqst, d.outcome, d.rep.data(), counts);
-        self.repost(d.rep, done);
+        let xid = d.xid;
+        match marshal::deliver(d.rqst, xid, d.outcome, d.rep.data(), counts) {
+            Ok(dropped) => {
+                self.taken();
+                if dropped != 0 && sunrpc::ratelimit(Budget::Info) {
+                    pr_info!(
+                        "{}: {} bytes of the reply to xid {:#010x} do not fit its receive buffer; left out\n",
+                        self.xprt.peer(),
+                        dropped,
+                        xid
+                    );
+                }
+                self.repost(d.rep, done);
+            }
+            Err(OtherXid(rpc_xid)) => {
+                // The RPC waits for a reply again: a later one for it on
+                // this connection is taken as for an RPC that registered
+                // nothing (it no longer has), not as a duplicate. It is
+                // unpinned already: should it be sent again on this
+                // connection first, `register` has replaced the mark,
+                // and a live record is never removed here.
+                self.regs.lock().pool.forget_answered(xid);
+                self.bad_reply(
+                    d.rep,
+                    done,
+                    Some(xid),
+                    ReplyError::Malformed,
+                    fmt!("RPC message's XID {rpc_xid:#010x} in the Reply chunk differs from the transport header's"),
+                );
+            }
+        }
     }
 
     /// Counts LOCAL_INVs posted (by `buf_free` or the Receive handler:
@@ -416,8 +447,8 @@ impl EpShared {
     /// only from the Receive completion handler, which the CQ's workqueue
     /// runs one completion at a time: a reply delivered here
     /// (`Answer::Now`) has completed its RPC, taking it off sunrpc's
-    /// receive queue, before the next reply is looked up, as
-    /// `MrPool::answer` requires.
+    /// receive queue, or been refused, before the next reply is looked
+    /// up, as `MrPool::answer` requires.
     fn answered(&self, xid: u32, answered: (Answer<Deferred>, u32, bool, bool), done: &Completion) {
         let (answer, posted, remote, ok) = answered;
         if remote {
@@ -633,19 +664,18 @@ impl EpShared {
             }
         }
         let (buflen, page_room) = rqst.rcv_room();
-        // An RPC with no record registered nothing on this connection: it
-        // offered no chunk, and nothing of it can be reachable, so its
+        // An RPC with no record has nothing registered on this connection
+        // (it offered no chunk, or its reply's refusal in `finish` came
+        // after all of it was closed): nothing of it can be reachable, so its
         // reply is checked and delivered without the pool's lock. (The test
         // hooks' witness takes it, to check the delivery against what was
         // posted, as it checks every other one.)
         if self.recorded.none(xid) {
             return match reply.outcome(&crate::proto::header::Offer::Inline, buflen, page_room) {
                 Ok(outcome) => {
-                    self.taken();
                     #[cfg(rpcrdma_rs_test_hooks)]
                     let check = Some(self.regs.lock().pool.witness().check(xid));
                     let d = Deferred {
-                        #[cfg(rpcrdma_rs_test_hooks)]
                         xid,
                         #[cfg(rpcrdma_rs_test_hooks)]
                         check,
@@ -685,7 +715,6 @@ impl EpShared {
             }
         };
         let d = Deferred {
-            #[cfg(rpcrdma_rs_test_hooks)]
             xid,
             #[cfg(rpcrdma_rs_test_hooks)]
             check: None,
@@ -699,7 +728,6 @@ impl EpShared {
             handed_out(pool, d);
         }
         drop(regs);
-        self.taken();
         self.answered(xid, answered, done);
     }
 }

@@ -137,8 +137,18 @@ CASES=(
 	# puts after the data, never into it (found by the live wire
 	# fuzzer's pad mutation: the bytes overwrote the start of the data).
 	"trailing-inline | read | ok | --fault trailing-inline | taken"
+	# The same with 1 KiB: more than the READ's receive buffer keeps
+	# after the data (room for the XDR pad). What does not fit is left
+	# out, as C and TCP leave it (the upper layer sized the buffer for
+	# what it decodes), and said: never the RPC failed with EMSGSIZE and
+	# nothing logged.
+	"trailing-overflow | read | ok | --fault trailing-overflow | left_out [0-9]+ bytes of the reply to xid 0x[0-9a-f]{8} do not fit its receive buffer; left out"
 	"reply-chunk-overflow | ls | ok | --fault reply-chunk-overflow --on readdirplus | retried Reply chunk longer than offered"
 	"nomsg-no-reply-chunk | read | ok | --fault nomsg-no-reply-chunk | retried RDMA_NOMSG reply but no Reply chunk offered"
+	# other-xid's RDMA_NOMSG form: the RPC message in the Reply chunk
+	# names another XID than its transport header. Read once the chunk's
+	# memory is closed.
+	"nomsg-other-xid | ls | ok | --fault nomsg-other-xid --on readdirplus | retried RPC message's XID 0x[0-9a-f]{8} in the Reply chunk differs from the transport header's"
 	# A chunk in the reply to a Call that offered none. A READ offers no
 	# Write chunk only when its reply fits inline (readsmall: 1 KiB, the
 	# peer waits for such a READ); LOOKUP (the read's, none during the
@@ -168,15 +178,15 @@ split_case() {
 # The cases where the C client (6.12), the reference, returns wrong data:
 # a Write list in a reply whose Call offered no Write chunk is taken for
 # data placed in the pages, so what they held is read as the file's
-# (rpcrdma_decode_msg checks no offer); and, not yet run against it, for
-# other-xid a READ's Reply taken for another READ's, whose pages the
-# server never wrote (it checks neither the RPC message's XID nor the
-# Write chunk's handles), and for trailing-inline the bytes after the
-# inline message copied over the start of the data (rpcrdma_inline_fixup
-# copies what follows the head into the pages, Write chunk or not).
-# Recorded as "C differs" skips;
+# (rpcrdma_decode_msg checks no offer); for other-xid a READ's Reply
+# taken for another READ's, whose pages the server never wrote (it checks
+# neither the RPC message's XID nor the Write chunk's handles); and for
+# trailing-inline and trailing-overflow the bytes after the inline message
+# copied over the start of the data (rpcrdma_inline_fixup copies what
+# follows the head into the pages, Write chunk or not). Each seen over
+# Soft-RoCE. Recorded as "C differs" skips;
 # wrong data fails in any other case, and with rpcrdma_rs in every one.
-C_WRONG_DATA="write-list-unoffered other-xid trailing-inline"
+C_WRONG_DATA="write-list-unoffered other-xid trailing-inline trailing-overflow"
 
 selected=()
 for c in "${CASES[@]}"; do
@@ -906,8 +916,9 @@ rs_retried() {
 	case "$*" in
 	"short transport header"*) kind=short txid=0x00000000 ;;
 	"bad transport header"*) kind=malformed ;;
-	# Traced under the XID its transport header names, the other RPC's.
-	"RPC message's XID"*) kind=malformed && printf -v txid '0x%08x' "${sent_as:-0}" ;;
+	# Traced under the XID its transport header names: the other RPC's
+	# for other-xid (sent_as), the RPC's own for nomsg-other-xid.
+	"RPC message's XID"*) kind=malformed; [ -z "$sent_as" ] || printf -v txid '0x%08x' "$sent_as" ;;
 	"Receive failed"*) kind="" reason="Receive failed with completion status " ;;
 	esac
 	rs_traced "$kind" "$txid" "$reason"
@@ -1174,6 +1185,16 @@ check_taken() {
 	rs_xprt bad_replies
 	why="$why; bad_replies ${xv[0]:-?} (want 0)"
 	[ "${xv[0]}" = 0 ]
+}
+
+# check_left_out REGEX: the Reply taken as check_taken says, and for
+# rpcrdma_rs the line saying what of it did not fit the RPC's buffer.
+check_left_out() {
+	check_taken || return 1
+	[ "$TRANSPORT" = rs ] || return 0
+	local taken_why=$why
+	rs_logged "$1" || return 1
+	why="$taken_why; $why"
 }
 
 # check_reconnected: the mount's connect_count grew after the mount

@@ -139,6 +139,14 @@ Faults:
                           where the data item would end: XDR that a
                           client puts after the data, never into it
                           (waits for such a READ)
+  trailing-overflow       the same with 1024 bytes: more than the
+                          client's receive buffer holds after the data
+                          (waits for a READ whose Reply still fits the
+                          client's Receive)
+  nomsg-other-xid         a Reply written into the Reply chunk names
+                          another XID in its RPC message (the header's
+                          with the top bit flipped) while the transport
+                          header keeps the Call's (waits for such a Call)
 
 Fuzzing: with --fuzz SEED the peer serves correctly and mutates each
 Reply with probability P (--rate): a scripted fault above (but for
@@ -244,6 +252,8 @@ pub enum Fault {
     WritePad,
     OtherXid,
     TrailingInline,
+    TrailingOverflow,
+    NomsgOtherXid,
 }
 
 const FAULTS: &[(&str, Fault)] = &[
@@ -274,6 +284,8 @@ const FAULTS: &[(&str, Fault)] = &[
     ("write-pad", Fault::WritePad),
     ("other-xid", Fault::OtherXid),
     ("trailing-inline", Fault::TrailingInline),
+    ("trailing-overflow", Fault::TrailingOverflow),
+    ("nomsg-other-xid", Fault::NomsgOtherXid),
 ];
 
 impl Fault {

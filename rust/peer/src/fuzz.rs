@@ -99,6 +99,8 @@ const FAULTS: &[Fault] = &[
     Fault::SendInvUnknown,
     Fault::WritePad,
     Fault::TrailingInline,
+    Fault::TrailingOverflow,
+    Fault::NomsgOtherXid,
 ];
 
 /// Values a header word is replaced with, besides ones made from the

@@ -462,6 +462,12 @@ fn write_pad(
     })
 }
 
+/// Bytes `trailing-overflow` puts after a READ's inline RPC message: more
+/// than the XDR pad a client's receive buffer keeps room for there. With
+/// the header and the reduced Reply, more than RFC 8166's smallest inline
+/// threshold (1024): the fault waits for a client that receives more.
+const TRAILING_OVERFLOW: usize = 1024;
+
 fn patch_word(buf: &mut [u8], word: usize, v: u32) {
     if let Some(w) = buf.get_mut(word * 4..word * 4 + 4) {
         w.copy_from_slice(&v.to_be_bytes());
@@ -483,7 +489,17 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         patch_word(&mut reply_body.body, 0, call.xid ^ 0x8000_0000);
         reply = &reply_body;
     }
-    let (mut plan, used) = honest(call, reply, lim);
+    let (mut plan, mut used) = honest(call, reply, lim);
+    if fault == Some(Fault::NomsgOtherXid) && used == Used::ReplyChunk {
+        // The RPC Reply written into the Reply chunk names another XID;
+        // the transport header keeps the Call's. Same length, same plan.
+        let mut other = Reply {
+            body: reply.body.clone(),
+            ddp: reply.ddp.clone(),
+        };
+        patch_word(&mut other.body, 0, call.xid ^ 0x8000_0000);
+        (plan, used) = honest(call, &other, lim);
+    }
     let mut out = Outgoing {
         sends: 1,
         invalidate: call.inv_rkey().filter(|_| lim.send_inv),
@@ -573,6 +589,12 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         Some(Fault::TrailingInline) if used == Used::WriteChunk => {
             out.fault_words = "bytes=4".into();
         }
+        Some(Fault::TrailingOverflow) if used == Used::WriteChunk => {
+            out.fault_words = format!("bytes={TRAILING_OVERFLOW}");
+        }
+        Some(Fault::NomsgOtherXid) if used == Used::ReplyChunk => {
+            out.fault_words = format!("rpc_xid={:#010x}", call.xid ^ 0x8000_0000);
+        }
         Some(Fault::FrwrReadAfterReply) if !call.read_chunks.is_empty() => {
             out.probe = Some(Probe::Read(
                 call.read_chunks
@@ -606,8 +628,20 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
             error_reply(plan.xid, plan.credit, RdmaError::Chunk)
         }
     };
-    if fault == Some(Fault::TrailingInline) && fired {
-        out.send.extend_from_slice(&[0xa5; 4]);
+    let trailing = match fault.filter(|_| fired && plan.error.is_none()) {
+        Some(Fault::TrailingInline) => 4,
+        Some(Fault::TrailingOverflow) => TRAILING_OVERFLOW,
+        _ => 0,
+    };
+    if trailing > 0 {
+        // Within what the client receives, or it is another fault (a
+        // Receive too short): then the next such READ is tried.
+        if out.send.len() + trailing <= lim.client_recv {
+            out.send.resize(out.send.len() + trailing, 0xa5);
+        } else {
+            out.fired = false;
+            out.fault_words = format!("bytes={trailing} reason=exceeds-receive-size");
+        }
     }
     if plan.error.is_some() {
         // An RDMA_ERROR places nothing.
@@ -1076,6 +1110,63 @@ mod tests {
         let out = respond(&call, &small, &LIM, Some(Fault::FrwrReadAfterReply));
         assert!(out.fired);
         assert_eq!(out.probe, Some(Probe::Read(vec![rs.segment])));
+    }
+
+    #[test]
+    fn nomsg_other_xid_spoils_only_the_reply_chunk() {
+        let rc = [seg(4, 8192, 0x40000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[], Some(&rc), b"call");
+        let call = parse_call(&wire).unwrap();
+        let mut body = vec![1; 100];
+        body[..4].copy_from_slice(&0x1234_5678u32.to_be_bytes());
+        let small = Reply { body, ddp: None };
+        let out = respond(&call, &small, &LIM, Some(Fault::NomsgOtherXid));
+        assert!(out.fired);
+        assert_eq!(out.fault_words, "rpc_xid=0x92345678");
+        assert_eq!(client_view(&out.send).unwrap().0, 0x1234_5678);
+        assert_eq!(&out.writes[0].data[..4], &0x9234_5678u32.to_be_bytes());
+        assert_eq!(&out.writes[0].data[4..], &small.body[4..]);
+        // Without a Reply chunk it waits, and the Reply is honest.
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let out = respond(
+            &parse_call(&wire).unwrap(),
+            &small,
+            &LIM,
+            Some(Fault::NomsgOtherXid),
+        );
+        assert!(!out.fired);
+        assert_eq!(&out.send[out.send.len() - 100..], &small.body[..]);
+    }
+
+    #[test]
+    fn trailing_overflow_follows_the_inline_message() {
+        let chunk = [seg(1, 8192, 0x10000)];
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call(&wire).unwrap();
+        let reply = read_reply(5001);
+        let out = respond(&call, &reply, &LIM, Some(Fault::TrailingOverflow));
+        assert!(out.fired);
+        let hdr = header::decode(&out.send, &DecodeLimits::REPLY).unwrap().1;
+        let inline = reply.reduced();
+        assert_eq!(&out.send[hdr..hdr + inline.len()], &inline[..]);
+        assert_eq!(out.send[hdr + inline.len()..], [0xa5; TRAILING_OVERFLOW]);
+        // Past what the client receives it would be another fault: none.
+        let small = Limits {
+            client_recv: 1024,
+            ..LIM
+        };
+        let out = respond(&call, &reply, &small, Some(Fault::TrailingOverflow));
+        assert!(!out.fired);
+        assert_eq!(&out.send[hdr..], &inline[..]);
+        // No Write chunk: it waits.
+        let wire = encode_call(MsgProc::Msg, &[], &[], None, b"call");
+        let out = respond(
+            &parse_call(&wire).unwrap(),
+            &read_reply(100),
+            &LIM,
+            Some(Fault::TrailingOverflow),
+        );
+        assert!(!out.fired);
     }
 
     #[test]
