@@ -9,9 +9,11 @@
 # guests; a plain `make` builds the module without them, as users should.
 # Switching it rebuilds the crate (kbuild compares the rustc command line).
 
-# Outside a checkout (a DKMS source tree has no scripts/), KDIR is the
-# running kernel's build tree and bindgen is the one on PATH.
-KDIR ?= $(or $(shell bash -c '. scripts/lib.sh 2>/dev/null && kernel_dir'),/lib/modules/$(shell uname -r)/build)
+# KDIR is the test kernel's tree if a checkout has built it
+# (scripts/build-kernel.sh), else the running kernel's build tree (as
+# always in a DKMS source tree, which has no scripts/). bindgen is the
+# one scripts/setup.sh installed, else the one on PATH.
+KDIR ?= $(or $(shell bash -c '. scripts/lib.sh 2>/dev/null && d=$$(kernel_dir) && [ -f "$$d/.rpcrdma-rs-complete" ] && echo "$$d"'),/lib/modules/$(shell uname -r)/build)
 RUSTC ?= /usr/bin/rustc
 RUSTDOC ?= /usr/bin/rustdoc
 BINDGEN ?= $(or $(wildcard $(shell bash -c '. scripts/lib.sh 2>/dev/null && echo $$BINDGEN')),bindgen)
@@ -23,14 +25,35 @@ KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) RUSTC=$(RUSTC) RUSTDOC=$(RUSTDOC) \
 
 all: modules
 
-modules:
+modules: check-tools
 	$(KMAKE) modules
 
+# A module's Rust must be compiled by the very rustc that compiled the
+# kernel's crates (their metadata is rustc's own), and bindgen must be one
+# the kernel accepts: said before a build that would fail obscurely.
+# (Rebuilds without an environment, by DKMS, get absolute tools from the
+# dkms.conf `make dkms-source` writes.)
+check-tools:
+	@test -f $(KDIR)/include/config/auto.conf || \
+		{ echo "rpcrdma_rs: no configured kernel build tree at KDIR=$(KDIR)" >&2; exit 1; }
+	@want=$$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' $(KDIR)/include/config/auto.conf); \
+	test -n "$$want" || { echo "rpcrdma_rs: $(KDIR) is a kernel without Rust (CONFIG_RUST)" >&2; exit 1; }; \
+	have=$$($(RUSTC) --version 2>/dev/null | head -1); \
+	test "$$have" = "$$want" || { echo "rpcrdma_rs: $(KDIR) was built with $$want; RUSTC=$(RUSTC) is $${have:-not found}" >&2; exit 1; }
+	@have=$$($(BINDGEN) --version 2>/dev/null | sed -n 's/^bindgen \([0-9.]*\).*/\1/p'); \
+	test -n "$$have" || { echo "rpcrdma_rs: BINDGEN=$(BINDGEN): not found" >&2; exit 1; }; \
+	min=$$($(KDIR)/scripts/min-tool-version.sh bindgen 2>/dev/null); \
+	test -z "$$min" || test "$$(printf '%s\n' "$$min" "$$have" | sort -V | head -1)" = "$$min" || \
+		{ echo "rpcrdma_rs: BINDGEN=$(BINDGEN) is $$have; the kernel needs $$min or later" >&2; exit 1; }
+
 # Installs rpcrdma_rs.ko under /lib/modules/<KDIR's release>/updates, where
-# modprobe prefers it to anything of the same name, and runs depmod.
+# modprobe prefers it to anything of the same name, and runs depmod: kbuild
+# skips depmod without System.map, which headers packages do not ship.
 # INSTALL_MOD_PATH=DIR installs under DIR instead (packaging).
+DEPMOD_BIN ?= $(or $(shell PATH=$$PATH:/usr/sbin:/sbin command -v depmod),depmod)
 install: modules
 	$(KMAKE) INSTALL_MOD_DIR=updates modules_install
+	$(DEPMOD_BIN) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $$(cat $(KDIR)/include/config/kernel.release)
 
 # DKMS (dkms.conf): `make dkms-source` copies what the module is built from
 # to $(DKMS_SOURCETREE)/rpcrdma_rs-<version>; `make dkms` then has DKMS
@@ -48,14 +71,22 @@ KVER ?= $(shell uname -r)
 install-modprobe-conf:
 	install -D -m 0644 scripts/modprobe.d/rpcrdma_rs.conf $(DESTDIR)/etc/modprobe.d/rpcrdma_rs.conf
 
+# DKMS rebuilds the package on a kernel upgrade with no environment and a
+# plain PATH: the copied dkms.conf names the tools by the absolute paths
+# they have now.
 dkms-source:
-	rm -rf $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION)
-	mkdir -p $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION)
+	@rustc=$$(command -v $(RUSTC)) && rustdoc=$$(command -v $(RUSTDOC)) && \
+		bindgen=$$(command -v $(BINDGEN)) || \
+		{ echo "rpcrdma_rs: RUSTC, RUSTDOC or BINDGEN not found" >&2; exit 1; }; \
+	rm -rf $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION) && \
+	mkdir -p $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION) && \
 	tar -cf - --exclude=rust/host --exclude=rust/peer --exclude=rust/proptest-regressions \
 		--exclude=rust/bindings/generated.rs --exclude='*.o' --exclude='*.ko' \
 		--exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' --exclude='*.d' \
 		--exclude='*.rmeta' Kbuild Makefile dkms.conf include rust | \
-		tar -xf - -C $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION)
+		tar -xf - -C $(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION) && \
+	sed -i -e "/^MAKE\[0\]=\|^CLEAN=/s|\"make |\"make RUSTC=$$rustc RUSTDOC=$$rustdoc BINDGEN=$$bindgen |" \
+		$(DKMS_SOURCETREE)/rpcrdma_rs-$(DKMS_VERSION)/dkms.conf
 
 dkms: dkms-source
 	-$(DKMS) $(DKMS_ARGS) remove rpcrdma_rs/$(DKMS_VERSION) --all
@@ -97,4 +128,4 @@ demo:
 bench:
 	scripts/bench.sh $(if $(filter 1,$(BENCH_RECORD)),--record Documentation/benchmark-results/latest)
 
-.PHONY: all modules install install-modprobe-conf dkms-source dkms clean clippy rustfmtcheck kernel host-test peer test demo bench
+.PHONY: all modules check-tools install install-modprobe-conf dkms-source dkms clean clippy rustfmtcheck kernel host-test peer test demo bench

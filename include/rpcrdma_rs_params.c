@@ -8,12 +8,14 @@
  * change applies, is for their readers: setup in rpcrdma_rs_sunrpc.c (the
  * slot table) and the Rust transport (rust/xprt/connect.rs).
  * rdma_memreg_strategy has no counterpart: FRWR is the only strategy in
- * 6.12, and the C sysctl changes nothing.
+ * 6.12, and the C sysctl changes nothing.  Also the module's version,
+ * which the module! macro of 6.12 cannot give (modinfo -F version).
  */
 #include <linux/atomic.h>
 #include <linux/compiler.h>
 #include <linux/errno.h>
 #include <linux/kstrtox.h>
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/sysfs.h>
 #include <linux/sunrpc/xprtrdma.h>
@@ -81,6 +83,9 @@ unsigned int rpcrdma_rs_param_slot_table_entries(void)
 {
 	return READ_ONCE(rpcrdma_rs_slot_table_entries);
 }
+
+/* The package's version (dkms.conf), from Kbuild. */
+MODULE_VERSION(RPCRDMA_RS_VERSION);
 
 #ifdef RPCRDMA_RS_TEST_HOOKS
 /*

@@ -323,15 +323,21 @@ case " $tests " in
 	mkdir -p "$out/dkms/tree"
 	log "building rpcrdma_rs/$dkms_version with DKMS for $kver (log: $out/dkms-build.log)"
 	# `make install` is run on the same copy of the sources first, into a
-	# staging directory dkms.sh looks at.
+	# staging directory dkms.sh looks at, with kbuild's own depmod step
+	# made a no-op (DEPMOD=true), as it is with a headers package, which
+	# has no System.map: the install must run depmod itself. DKMS then
+	# builds as it does on a kernel upgrade: no environment, a plain
+	# PATH, the tools named only by the dkms.conf dkms-source wrote.
 	{
-		make -C "$RPCRDMA_RS_TOP" -s dkms-source DKMS_SOURCETREE="$out/dkms/src" &&
+		make -C "$RPCRDMA_RS_TOP" -s dkms-source DKMS_SOURCETREE="$out/dkms/src" \
+			RUSTC="$RUSTC" RUSTDOC="$RUSTDOC" BINDGEN="$BINDGEN" &&
 			env -u RPCRDMA_RS_TEST_HOOKS make -C "$out/dkms/src/rpcrdma_rs-$dkms_version" -s \
-				KDIR="$kdir" RUSTC="$RUSTC" BINDGEN="$BINDGEN" INSTALL_MOD_PATH="$out/dkms/staging" install &&
+				KDIR="$kdir" RUSTC="$RUSTC" BINDGEN="$BINDGEN" INSTALL_MOD_PATH="$out/dkms/staging" \
+				DEPMOD=true install &&
 			make -C "$out/dkms/src/rpcrdma_rs-$dkms_version" -s KDIR="$kdir" RUSTC="$RUSTC" \
 				BINDGEN="$BINDGEN" clean &&
 			dkms --dkmstree "$out/dkms/tree" --sourcetree "$out/dkms/src" add "rpcrdma_rs/$dkms_version" &&
-			env -u RPCRDMA_RS_TEST_HOOKS RUSTC="$RUSTC" BINDGEN="$BINDGEN" \
+			env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 				dkms --dkmstree "$out/dkms/tree" --sourcetree "$out/dkms/src" \
 				build "rpcrdma_rs/$dkms_version" -k "$kver" --kernelsourcedir "$kdir"
 	} >"$out/dkms-build.log" 2>&1 || die "DKMS build failed (log: $out/dkms-build.log)"

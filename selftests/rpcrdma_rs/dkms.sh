@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpcrdma_rs installed as administrators install it (Documentation/usage.rst).
-# `make install` (the harness ran it into MAKE_INSTALL_ROOT) put the users'
-# build for this kernel under updates/ and ran depmod there. DKMS installs the package the harness built with DKMS against this
-# kernel's tree (DKMS_TREE, users' build: no test hooks), depmod and
+# `make install` (the harness ran it into MAKE_INSTALL_ROOT, with kbuild's
+# depmod step a no-op, as without System.map) put the users' build for this
+# kernel under updates/ and ran depmod there itself. DKMS installs the
+# package the harness built with DKMS against this kernel's tree under an
+# empty environment (DKMS_TREE, users' build: no test hooks; its
+# dkms.conf names the tools by absolute path), with the package's version
+# in modinfo, depmod and
 # modprobe find it, and with scripts/modprobe.d/rpcrdma_rs.conf a
 # proto=rdma mount loads it by itself instead of the kernel's rpcrdma. Data
 # written over that mount reads back; then DKMS removes it. The test build
@@ -43,7 +47,14 @@ make_install_staged() {
 		! modinfo -F parm "$ko" | grep -q '^ignore_peer_private:' &&
 		grep -q '^updates/rpcrdma_rs.ko:' "$MAKE_INSTALL_ROOT/lib/modules/$kver/modules.dep"
 }
+# What a rebuild on a kernel upgrade, without RUSTC or BINDGEN in its
+# environment, relies on: both named, absolutely, in the package.
+dkms_conf_names_tools() {
+	local conf=$DKMS_SOURCETREE/rpcrdma_rs-$DKMS_VERSION/dkms.conf
+	grep -Eq '^MAKE\[0\]="make RUSTC=/[^ ]+ RUSTDOC=/[^ ]+ BINDGEN=/[^ ]+ ' "$conf"
+}
 dkms_install() { dkms_cmd install "$pkg" -k "$kver" >"$logs/install.log" 2>&1; }
+version_is_package() { [ "$(modinfo -F version rpcrdma_rs)" = "$DKMS_VERSION" ]; }
 dkms_installed() { dkms_cmd status "$pkg" -k "$kver" | grep -q ': installed$'; }
 modinfo_finds_dkms_module() { [ "$(modinfo -n rpcrdma_rs)" = "$installed" ]; }
 # The users' build has no test-hook parameter; the test build has.
@@ -66,13 +77,15 @@ dkms_remove() {
 		! modinfo rpcrdma_rs >/dev/null 2>&1
 }
 
-tap_plan 14
-tap_check "make install staged updates/rpcrdma_rs.ko for $kver" make_install_staged
+tap_plan 16
+tap_check "make install staged updates/rpcrdma_rs.ko for $kver, depmod run by it" make_install_staged
+tap_check "the package's dkms.conf names rustc, rustdoc and bindgen by absolute path" dkms_conf_names_tools
 tap_check "modules directory made writable" writable_modules
 tap_check "dkms install $pkg for $kver" dkms_install
 tap_check "dkms status: installed" dkms_installed
 tap_check "modinfo finds $installed" modinfo_finds_dkms_module
 tap_check "the installed module is the users' build" users_build
+tap_check "modinfo version is the package's, $DKMS_VERSION" version_is_package
 tap_check "test build unloaded" unload_transport
 tap_check "modprobe rpcrdma_rs loads it and what it needs" modprobe rpcrdma_rs
 tap_check "modprobe -r rpcrdma_rs" unload_transport
