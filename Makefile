@@ -1,19 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Builds rpcrdma_rs.ko against KDIR, a Rust-enabled 6.12 build tree.  By
-# default KDIR is the test kernel scripts/build-kernel.sh keeps in the cache.
+# Builds rpcrdma_rs.ko against KDIR, a Rust-enabled 6.12 build tree (by
+# default, below: the test kernel if built, else the running kernel's).
 #
 # RPCRDMA_RS_TEST_HOOKS=y compiles in the test hooks as well: the debugfs
-# connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect)
-# and the ignore_peer_private module parameter, which the selftests drive.  scripts/build-module.sh sets it for the test
-# guests; a plain `make` builds the module without them, as users should.
+# connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect),
+# the reply-order witness, and four module parameters, ignore_peer_private,
+# chain_cut_every, chain_cuts and fail_connects, which the selftests drive.  scripts/build-module.sh sets it
+# for the test guests; a plain `make` builds the module without them, as
+# users should.
 # Switching it rebuilds the crate (kbuild compares the rustc command line).
 
 # KDIR is the test kernel's tree if a checkout has built it
 # (scripts/build-kernel.sh), else the running kernel's build tree (as
 # always in a DKMS source tree, which has no scripts/). bindgen is the
 # one scripts/setup.sh installed, else the one on PATH.
-KDIR ?= $(or $(shell bash -c '. scripts/lib.sh 2>/dev/null && d=$$(kernel_dir) && [ -f "$$d/.rpcrdma-rs-complete" ] && echo "$$d"'),/lib/modules/$(shell uname -r)/build)
+ifndef KDIR
+KDIR := $(or $(shell bash -c '. scripts/lib.sh 2>/dev/null && d=$$(kernel_dir) && [ -f "$$d/.rpcrdma-rs-complete" ] && echo "$$d"'),/lib/modules/$(shell uname -r)/build)
+endif
 RUSTC ?= /usr/bin/rustc
 RUSTDOC ?= /usr/bin/rustdoc
 BINDGEN ?= $(or $(wildcard $(shell bash -c '. scripts/lib.sh 2>/dev/null && echo $$BINDGEN')),bindgen)
@@ -49,11 +53,19 @@ check-tools:
 # Installs rpcrdma_rs.ko under /lib/modules/<KDIR's release>/updates, where
 # modprobe prefers it to anything of the same name, and runs depmod: kbuild
 # skips depmod without System.map, which headers packages do not ship.
-# INSTALL_MOD_PATH=DIR installs under DIR instead (packaging).
+# INSTALL_MOD_PATH=DIR installs under DIR instead (packaging), and indexes
+# DIR as kbuild does with System.map (DEPMOD_BIN=true skips that). What
+# `make` built is installed as it is (`sudo make install` need not find
+# the tools again); only a missing module is built first.
 DEPMOD_BIN ?= $(or $(shell PATH=$$PATH:/usr/sbin:/sbin command -v depmod),depmod)
-install: modules
-	$(KMAKE) INSTALL_MOD_DIR=updates modules_install
-	$(DEPMOD_BIN) $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) $$(cat $(KDIR)/include/config/kernel.release)
+KERNEL_RELEASE = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+install:
+	@test -f rpcrdma_rs.ko || $(MAKE) modules
+	@test -n "$(KERNEL_RELEASE)" || \
+		{ echo "rpcrdma_rs: no include/config/kernel.release in KDIR=$(KDIR)" >&2; exit 1; }
+	$(KMAKE) INSTALL_MOD_DIR=updates \
+		$(if $(INSTALL_MOD_PATH),INSTALL_MOD_PATH=$(abspath $(INSTALL_MOD_PATH))) modules_install
+	$(DEPMOD_BIN) $(if $(INSTALL_MOD_PATH),-b $(abspath $(INSTALL_MOD_PATH))) $(KERNEL_RELEASE)
 
 # DKMS (dkms.conf): `make dkms-source` copies what the module is built from
 # to $(DKMS_SOURCETREE)/rpcrdma_rs-<version>; `make dkms` then has DKMS

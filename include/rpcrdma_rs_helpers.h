@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C helpers linked into rpcrdma_rs.ko: what Rust cannot reach through
- * bindgen (static inline functions, macros, file_operations tables).
+ * bindgen (static inline functions, macros, file_operations tables,
+ * rpc_xprt internals).  Defined by concern: the RDMA core's wrappers in
+ * rpcrdma_rs_helpers.c, work requests and the drain in rpcrdma_rs_qp.c,
+ * debugfs in rpcrdma_rs_debugfs.c, sunrpc's requests and xdr_bufs in
+ * rpcrdma_rs_xdr.c, the transport class and rpc_xprt in
+ * rpcrdma_rs_sunrpc.c, the backchannel in rpcrdma_rs_backchannel.c.
  */
 #ifndef RPCRDMA_RS_HELPERS_H
 #define RPCRDMA_RS_HELPERS_H

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Sets up everything a fresh Debian 12 machine lacks, then runs every test:
-# the protocol core's host tests, and the two-guest harness with the
-# kernel's C transport (the reference) and with rpcrdma_rs, each over
-# Soft-RoCE and Soft-iWARP.
+# Sets up everything a fresh Debian 12 machine lacks, then runs the tests:
+# the protocol core's host tests, and the two-guest harness with
+# rpcrdma_rs over Soft-RoCE and Soft-iWARP; with --full, also with the
+# kernel's C transport (the reference) over both.
 # Ends with "N passed, N failed".
 #
 #   scripts/test.sh [--full]

@@ -4,8 +4,10 @@
 //!
 //! `generated.rs` is written at build time by bindgen from
 //! `include/rpcrdma_rs_bindings.h` (see `Kbuild`). Nothing outside the
-//! wrapper modules (`rdma`, `debugfs`, and later `sunrpc`) may use these
-//! directly: they are raw C with every obligation left to the caller.
+//! wrapper modules (`rdma`, `sunrpc`, `debugfs`, and `errno`, which names
+//! the errnos the kernel crate lacks) may use these directly: they are raw
+//! C with every obligation left to the caller. The transport (`xprt`)
+//! forbids `unsafe` and names no item of them.
 
 #![allow(
     clippy::all,

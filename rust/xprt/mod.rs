@@ -5,8 +5,14 @@
 //! The map to the C implementation (`net/sunrpc/xprtrdma/`) is file by
 //! file where it can be: `ib_client.rs` here is `ib_client.c` there,
 //! `transport.rs` is `transport.c` (its ops, as `sunrpc::XprtOps`; the C
-//! entry points are `sunrpc`'s), `verbs.rs` is `verbs.c`, and `marshal.rs`
-//! is `rpc_rdma.c`.
+//! entry points are `sunrpc`'s), `verbs.rs` is `verbs.c` (one connection:
+//! its buffers, posts and completions), `connect.rs` is `verbs.c`'s
+//! connection set-up with the RDMA connection manager, `marshal.rs` is
+//! `rpc_rdma.c`, `frwr.rs` is `frwr_ops.c`, and `stats.rs` is `struct
+//! rpcrdma_stats`. `probe.rs` (the debugfs `connect` probe) and
+//! `witness.rs` (the reply-order witness) are test hooks, with no C
+//! counterpart. The backchannel's C side is `include/`'s; what it
+//! decides is in `verbs.rs` and `transport.rs`.
 
 // The transport works through the safe wrappers of `rdma` and `sunrpc`.
 #![forbid(unsafe_code)]
