@@ -118,7 +118,7 @@ fi
 if [ -z "$tests" ]; then
 	tests="nfs_data_integrity.sh nfs_workloads.sh nfs_teardown.sh nfs_server_loss.sh nfs_load.sh"
 	[ "$rdma" = rxe ] && tests="$tests nfs_krb5.sh"
-	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh"
+	tests="$tests nfs_inline_thresholds.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh rpcctl.sh"
 	tests="$tests dkms.sh"
 	tests="$tests hostile_peer.sh nfs_wire_fuzz.sh"
 	# --without leaves some of the default tests out.

@@ -29,7 +29,7 @@ cd "$RPCRDMA_RS_TOP"
 #   run (--canary);
 # - over siw: the data integrity test (NFSv4.2, over IPv4 and IPv6) and
 #   all the others: nfs_teardown.sh, connect_probe.sh, tracepoints.sh,
-#   device_tracking.sh, nfs_utils.sh (which mounts over the kernel's
+#   device_tracking.sh, rpcctl.sh, nfs_utils.sh (which mounts over the kernel's
 #   rpcrdma too, for nfs-utils to read both) and dkms.sh;
 # that is rotation 0: ROTATION (below) swaps the fabrics of all but the
 # data integrity test and the four pinned to rxe from one commit to the
@@ -280,7 +280,7 @@ fi
 # over two runs; --full runs everything over both.
 pinned_rxe="nfs_load.sh nfs_inline_thresholds.sh nfs_krb5.sh hostile_peer.sh"
 swap_a="nfs_workloads.sh nfs_wire_fuzz.sh"
-swap_b="nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh dkms.sh"
+swap_b="nfs_teardown.sh connect_probe.sh tracepoints.sh device_tracking.sh nfs_utils.sh rpcctl.sh dkms.sh"
 rotation=${ROTATION:-$(git -C "$RPCRDMA_RS_TOP" rev-list --count HEAD 2>/dev/null || echo 0)}
 case "$rotation" in *[!0-9]* | '') die "ROTATION is a whole number" ;; esac
 if [ $((rotation % 2)) = 0 ]; then
