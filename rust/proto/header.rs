@@ -614,7 +614,9 @@ fn decode_segment_array<'a>(
     Ok((SegmentArray { raw }, total))
 }
 
-fn decode_chunk_lists<'a>(
+/// Decodes the three chunk lists at `r` (the same in versions 1 and 2),
+/// within `limits`.
+pub(super) fn decode_chunk_lists<'a>(
     buf: &'a [u8],
     r: &mut XdrReader<'a>,
     limits: &DecodeLimits,
@@ -1098,31 +1100,47 @@ where
 {
     let mut w = XdrWriter::new(out);
     encode_fixed(&mut w, xid, credit, proc.to_wire())?;
+    encode_lists(&mut w, read_list, write_list, reply_chunk)?;
+    Ok(w.len())
+}
 
+/// Encodes the three chunk lists (the same in versions 1 and 2).
+pub(super) fn encode_lists<R, W, C, P>(
+    w: &mut XdrWriter<'_>,
+    read_list: R,
+    write_list: W,
+    reply_chunk: Option<P>,
+) -> Result<(), EncodeError>
+where
+    R: IntoIterator<Item = ReadSegment>,
+    W: IntoIterator<Item = C>,
+    C: IntoIterator<Item = Segment>,
+    P: IntoIterator<Item = Segment>,
+{
     for rs in read_list {
         if rs.position & 3 != 0 {
             return Err(EncodeError::MisalignedPosition(rs.position));
         }
         w.put_u32(1)?;
         w.put_u32(rs.position)?;
-        rs.segment.encode(&mut w)?;
+        rs.segment.encode(w)?;
     }
     w.put_u32(0)?;
 
     for chunk in write_list {
         w.put_u32(1)?;
-        encode_segment_array(&mut w, chunk)?;
+        encode_segment_array(w, chunk)?;
     }
     w.put_u32(0)?;
 
     match reply_chunk {
         Some(segs) => {
             w.put_u32(1)?;
-            encode_segment_array(&mut w, segs)?;
+            encode_segment_array(w, segs)?;
         }
         None => w.put_u32(0)?,
     }
-    Ok(w.len())
+    Ok(())
 }
 
 /// Encodes an RDMA_ERROR header (RFC 8166, section 4.5); returns the bytes

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RPC-over-RDMA version 1 protocol core (RFC 8166, RFC 8797).
+//! RPC-over-RDMA protocol core: version 1 (RFC 8166, RFC 8797), and the
+//! version 2 draft's header (draft-cel-nfsv4-rpcrdma-version-two-04).
 //!
 //! Everything here is plain `core` Rust: no allocation, no `unsafe`, and no
 //! code path that can panic on any input. The same files are compiled into
@@ -10,6 +11,9 @@
 //!
 //! - [`xdr`]: bounds-checked big-endian XDR reader and writer.
 //! - [`header`]: the transport header codec (RFC 8166, section 4).
+//! - [`header2`]: the version 2 header codec: message direction, remote
+//!   invalidation handle, the version 2 errors, RDMA2_OPTIONAL and the
+//!   transport property operations.
 //! - [`private_data`]: RDMA-CM private data and inline threshold
 //!   negotiation (RFC 8797).
 //! - [`chunks`]: the choice of chunk types for one RPC Call and its
@@ -37,6 +41,7 @@
 pub mod chunks;
 pub mod credits;
 pub mod header;
+pub mod header2;
 pub mod private_data;
 pub mod xdr;
 pub mod xid_index;
