@@ -686,6 +686,26 @@ pub(super) fn decode_chunk_lists<'a>(
     })
 }
 
+/// Reads the four fixed words (xid, vers, credit, proc), and whether what
+/// follows may be read as version `want` lays it out. Like the C reply
+/// handler, the version is checked before anything else, since nothing
+/// after it is known to have this layout. Except ERR_VERS: RFC 8166
+/// section 7 keeps rdma_proc, the ERR_VERS value and the version range in
+/// place in every version (and version 2 keeps both values), so that a
+/// mismatch can be reported; the Linux server sends it in the requester's
+/// version.
+pub(super) fn decode_fixed(
+    r: &mut XdrReader<'_>,
+    want: u32,
+) -> Result<(u32, u32, u32, u32, bool), XdrError> {
+    let xid = r.get_u32()?;
+    let vers = r.get_u32()?;
+    let credit = r.get_u32()?;
+    let proc = r.get_u32()?;
+    let err_vers = proc == RDMA_ERROR && r.clone().get_u32().ok() == Some(ERR_VERS);
+    Ok((xid, vers, credit, proc, vers == want || err_vers))
+}
+
 /// Decodes and validates the transport header at the start of `buf`, which
 /// holds exactly the bytes of one received Send.
 ///
@@ -697,18 +717,8 @@ pub fn decode<'a>(
     limits: &DecodeLimits,
 ) -> Result<(Header<'a>, usize), DecodeError> {
     let mut r = XdrReader::new(buf);
-    let xid = r.get_u32()?;
-    let vers = r.get_u32()?;
-    let credit = r.get_u32()?;
-    let proc = r.get_u32()?;
-
-    // Like the C reply handler: check the version before anything else,
-    // since nothing after it is known to have this layout. Except ERR_VERS:
-    // RFC 8166 section 7 keeps rdma_proc, the ERR_VERS value and the
-    // version range in place in every version, so that a mismatch can be
-    // reported; the Linux server sends it in the requester's version.
-    let err_vers = proc == RDMA_ERROR && r.clone().get_u32().ok() == Some(ERR_VERS);
-    if vers != RPCRDMA_VERSION && !err_vers {
+    let (xid, vers, credit, proc, readable) = decode_fixed(&mut r, RPCRDMA_VERSION)?;
+    if !readable {
         return Err(DecodeError::BadVersion(vers));
     }
 

@@ -36,8 +36,8 @@
 //! caller's buffer exactly what decoding accepts.
 
 use super::header::{
-    decode_chunk_lists, encode_lists, ChunkLists, DecodeError, DecodeLimits, EncodeError, MsgProc,
-    ReadSegment, Segment,
+    decode_chunk_lists, decode_fixed, encode_lists, ChunkLists, DecodeError, DecodeLimits,
+    EncodeError, MsgProc, ReadSegment, Segment,
 };
 use super::xdr::{xdr_roundup, XdrError, XdrReader, XdrWriter};
 
@@ -646,13 +646,9 @@ pub fn decode<'a>(
     limits: &DecodeLimits,
 ) -> Result<(Header2<'a>, usize), DecodeError2> {
     let mut r = XdrReader::new(buf);
-    let xid = r.get_u32()?;
-    let vers = r.get_u32()?;
-    let credit = r.get_u32()?;
-    let proc = r.get_u32()?;
     // As in version 1, ERR_VERS keeps its place in every version.
-    let err_vers = proc == RDMA2_ERROR && r.clone().get_u32().ok() == Some(RDMA2_ERR_VERS);
-    if vers != RPCRDMA_VERSION_2 && !err_vers {
+    let (xid, vers, credit, proc, readable) = decode_fixed(&mut r, RPCRDMA_VERSION_2)?;
+    if !readable {
         return Err(DecodeError2::BadVersion(vers));
     }
     let mut payload = false;
@@ -857,6 +853,21 @@ fn encode_prop_op_out(w: &mut XdrWriter<'_>, op: &PropOpOut<'_>) -> Result<(), E
     }
 }
 
+/// Writes what `f` writes as an XDR opaque (`rdma_optinfo`): its length
+/// first, patched in once known. A property operation's XDR is whole
+/// words, so no pad follows.
+fn encode_as_opaque<F>(w: &mut XdrWriter<'_>, f: F) -> Result<(), EncodeError>
+where
+    F: FnOnce(&mut XdrWriter<'_>) -> Result<(), EncodeError>,
+{
+    let at = w.reserve_u32()?;
+    let start = w.len();
+    f(w)?;
+    let len = u32::try_from(w.len().saturating_sub(start)).map_err(|_| EncodeError::NoSpace)?;
+    w.set_u32_at(at, len)?;
+    Ok(())
+}
+
 /// The wire values of a [`PropOpOut`]: procedure, optional type.
 const fn prop_out_codes(op: &PropOpOut<'_>) -> (u32, u32) {
     match op {
@@ -886,13 +897,7 @@ pub fn encode_prop(
             encode_fixed(&mut w, xid, credit, RDMA2_OPTIONAL)?;
             w.put_u32(direction.to_wire())?;
             w.put_u32(opttype)?;
-            // The operation's XDR is whole words: no pad after it.
-            let at = w.reserve_u32()?;
-            let start = w.len();
-            encode_prop_op_out(&mut w, op)?;
-            let len =
-                u32::try_from(w.len().saturating_sub(start)).map_err(|_| EncodeError::NoSpace)?;
-            w.set_u32_at(at, len)?;
+            encode_as_opaque(&mut w, |w| encode_prop_op_out(w, op))?;
         }
     }
     Ok(w.len())
@@ -941,12 +946,7 @@ impl Header2<'_> {
                 w.put_u32(RDMA2_OPTIONAL)?;
                 w.put_u32(direction.to_wire())?;
                 w.put_u32(op.opttype())?;
-                let at = w.reserve_u32()?;
-                let start = w.len();
-                encode_prop_op(&mut w, op)?;
-                let len = u32::try_from(w.len().saturating_sub(start))
-                    .map_err(|_| EncodeError::NoSpace)?;
-                w.set_u32_at(at, len)?;
+                encode_as_opaque(&mut w, |w| encode_prop_op(w, op))?;
             }
         }
         Ok(w.len())
