@@ -752,6 +752,96 @@ pub fn decode<'a>(
     ))
 }
 
+/// [`decode`] for the shapes nearly every Reply has, without its loops:
+/// an RDMA_MSG with no chunk or with one Write chunk, and an RDMA_NOMSG
+/// with only a Reply chunk, each within `limits`. `None` for anything
+/// else, which [`decode`] then decodes or refuses; where it returns a
+/// header, it is exactly the one [`decode`] returns (the host tests check
+/// this for every input they make).
+#[inline]
+pub fn decode_common_reply<'a>(
+    buf: &'a [u8],
+    limits: &DecodeLimits,
+) -> Option<(Header<'a>, usize)> {
+    // The word at byte `at`.
+    let word = |at: usize| -> Option<u32> {
+        let b = buf.get(at..)?.first_chunk::<4>()?;
+        Some(u32::from_be_bytes(*b))
+    };
+    // The counted array whose count is at byte `at`, of at most `max`
+    // segments: its segment bytes, the sum of their lengths, and where it
+    // ends.
+    let array = |at: usize, max: u32| -> Option<(&'a [u8], u64, usize)> {
+        let n = word(at)?;
+        if n > max {
+            return None;
+        }
+        let start = at.checked_add(4)?;
+        let end = start.checked_add(usize::try_from(n).ok()?.checked_mul(SEGMENT_LEN)?)?;
+        let raw = buf.get(start..end)?;
+        let mut total = 0u64;
+        for seg in (Segments { segs: raw }) {
+            if !seg.is_valid() {
+                return None;
+            }
+            total = total.saturating_add(u64::from(seg.length));
+        }
+        Some((raw, total, end))
+    };
+    // Version 1, and an empty Read list.
+    if word(4)? != RPCRDMA_VERSION || word(16)? != 0 {
+        return None;
+    }
+    let (body, len) = match (word(12)?, word(20)?) {
+        // RDMA_MSG, no Write list, no Reply chunk.
+        (RDMA_MSG, 0) => {
+            if word(24)? != 0 {
+                return None;
+            }
+            (Body::Msg(ChunkLists::default()), MIN_HEADER_LEN)
+        }
+        // RDMA_MSG, one Write chunk, no Reply chunk.
+        (RDMA_MSG, 1) if limits.max_write_chunks >= 1 => {
+            let (_, total, end) = array(24, limits.max_segments_per_chunk)?;
+            if word(end)? != 0 || word(end.checked_add(4)?)? != 0 {
+                return None;
+            }
+            let lists = ChunkLists {
+                write_list: WriteList {
+                    raw: buf.get(20..end)?,
+                    count: 1,
+                    total,
+                },
+                ..ChunkLists::default()
+            };
+            (Body::Msg(lists), end.checked_add(8)?)
+        }
+        // RDMA_NOMSG, a Reply chunk only, and nothing after it.
+        (RDMA_NOMSG, 0) => {
+            if word(24)? != 1 {
+                return None;
+            }
+            let (raw, _, end) = array(28, limits.max_reply_segments)?;
+            if buf.len() != end {
+                return None;
+            }
+            let lists = ChunkLists {
+                reply_chunk: Some(SegmentArray { raw }),
+                ..ChunkLists::default()
+            };
+            (Body::NoMsg(lists), end)
+        }
+        _ => return None,
+    };
+    let hdr = Header {
+        vers: RPCRDMA_VERSION,
+        xid: word(0)?,
+        credit: word(8)?,
+        body,
+    };
+    Some((hdr, len))
+}
+
 impl<'a> Header<'a> {
     /// The chunk lists, for RDMA_MSG and RDMA_NOMSG.
     pub fn chunk_lists(&self) -> Option<&ChunkLists<'a>> {

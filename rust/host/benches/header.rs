@@ -15,8 +15,8 @@ use rpcrdma_proto::proto::chunks::{
     plan, CallLayout, CallPlan, Plan, ReplyLayout, ReplyPlan, Thresholds,
 };
 use rpcrdma_proto::proto::header::{
-    decode, encode_chunked, Body, DecodeLimits, Header, Message, MsgProc, Offer, ReadSegment,
-    ReplyError, ReplyKind, Segment,
+    decode, decode_common_reply, encode_chunked, Body, DecodeLimits, Header, Message, MsgProc,
+    Offer, ReadSegment, ReplyError, ReplyKind, Segment,
 };
 use std::hint::black_box;
 
@@ -320,6 +320,23 @@ fn transport_cases(b: &Bench) {
                 .map(|(_, n)| n)
         },
     );
+    b.note("The same Replies through decode_common_reply, which the transport tries first");
+    for (name, wire) in [
+        ("decode_common_reply, no chunks", &inline),
+        ("decode_common_reply, Write list of 1 segment", &with_write),
+        (
+            "decode_common_reply, RDMA_NOMSG with Reply chunk of 1 segment",
+            &long,
+        ),
+    ] {
+        assert_eq!(
+            decode_common_reply(wire, &limits),
+            decode(wire, &limits).ok()
+        );
+        b.run(name, || {
+            decode_common_reply(black_box(wire), black_box(&limits)).map(|(_, n)| n)
+        });
+    }
 
     let offer_inline = Offer::Inline;
     let offer_write = Offer::WriteChunk {

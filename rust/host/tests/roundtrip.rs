@@ -832,3 +832,85 @@ fn valid_then_mutated() {
         );
     }
 }
+
+/// Replies of the shapes [`decode_common_reply`] takes, mostly: an
+/// RDMA_MSG with no chunk or one Write chunk, an RDMA_NOMSG with a Reply
+/// chunk; now and then one with a Read list, a second Write chunk or both
+/// chunks, which it must leave to [`decode`].
+fn common_reply() -> impl Strategy<Value = Owned> {
+    let segs = || prop::collection::vec(segment(), 0..19);
+    prop_oneof![
+        3 => (any::<u32>(), any::<u32>()).prop_map(|(xid, credit)| Owned::Chunked {
+            xid, credit, proc: MsgProc::Msg, reads: vec![], writes: vec![], reply: None,
+        }),
+        3 => (any::<u32>(), any::<u32>(), segs()).prop_map(|(xid, credit, w)| Owned::Chunked {
+            xid, credit, proc: MsgProc::Msg, reads: vec![], writes: vec![w], reply: None,
+        }),
+        3 => (any::<u32>(), any::<u32>(), segs()).prop_map(|(xid, credit, r)| Owned::Chunked {
+            xid, credit, proc: MsgProc::NoMsg, reads: vec![], writes: vec![], reply: Some(r),
+        }),
+        1 => owned(),
+    ]
+}
+
+#[test]
+fn common_reply_as_decode() {
+    let reach = Reach::new("common_reply_as_decode");
+    proptest!(ProptestConfig::with_cases(4000), |(
+        o in common_reply(),
+        payload in prop::collection::vec(any::<u8>(), 0..16),
+        mutations in prop::collection::vec(mutation(), 0..3),
+        limits in prop_oneof![2 => Just(DecodeLimits::REPLY), 1 => limits()],
+    )| {
+        reach.case();
+        let (built, layout) = build(&o);
+        let mut buf = built;
+        if matches!(o, Owned::Chunked { proc: MsgProc::Msg, .. }) {
+            buf.extend_from_slice(&payload);
+        }
+        for m in &mutations {
+            apply(m, &mut buf, &layout);
+        }
+        // Where the fast path decodes, it is the general decoder, header
+        // and length; where it does not, the general one decides.
+        let general = decode(&buf, &limits);
+        match decode_common_reply(&buf, &limits) {
+            Some(fast) => {
+                prop_assert_eq!(Ok(fast), general);
+                reach.hit("fast");
+                if mutations.is_empty() {
+                    reach.hit("fast, undamaged");
+                } else {
+                    reach.hit("fast, damaged");
+                }
+            }
+            None => match general {
+                Ok(_) => reach.hit("left to decode, decoded"),
+                Err(_) => reach.hit("left to decode, refused"),
+            },
+        }
+        // Every undamaged common shape within the limits takes the fast
+        // path.
+        if mutations.is_empty() && limits == DecodeLimits::REPLY {
+            if let Owned::Chunked { reads, writes, reply, proc, .. } = &o {
+                let common = reads.is_empty()
+                    && match proc {
+                        MsgProc::Msg => reply.is_none() && writes.len() <= 1
+                            && writes.iter().all(|w| w.len() <= 17),
+                        MsgProc::NoMsg => writes.is_empty()
+                            && reply.as_ref().is_some_and(|r| r.len() <= 16),
+                    };
+                if common {
+                    prop_assert!(decode_common_reply(&buf, &limits).is_some());
+                    reach.hit("common shape within limits");
+                }
+            }
+        }
+    });
+    reach.report();
+    reach.require("fast, undamaged", 15);
+    reach.require("fast, damaged", 10);
+    reach.require("left to decode, decoded", 2);
+    reach.require("left to decode, refused", 20);
+    reach.require("common shape within limits", 15);
+}
