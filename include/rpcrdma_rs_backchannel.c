@@ -18,6 +18,7 @@
 #include "rpcrdma_rs_helpers.h"
 #include "rpcrdma_rs_ops.h"
 #include "rpcrdma_rs_sunrpc.h"
+#include "rpcrdma_rs_trace_calls.h"
 #define RPCRDMA_RS_BC_MAX_ALLOC		(2 * RPCRDMA_RS_BC_SLOTS)
 
 struct rpcrdma_rs_bc_rqst {
@@ -150,6 +151,8 @@ int rpcrdma_rs_bc_receive_call(struct rpc_xprt *xprt, const void *data,
 	buf->head[0].iov_len = len;
 	buf->len = len;
 
+	/* Traced before the callback service can see (and answer) it. */
+	rpcrdma_rs_trace_cb_call(xprt, be32_to_cpu(rqst->rq_xid), len);
 	xprt_get(xprt);
 	lwq_enqueue(&rqst->rq_bc_list, &bc_serv->sv_cb_list);
 	svc_pool_wake_idle_thread(&bc_serv->sv_pools[0]);

@@ -29,6 +29,7 @@
 #include "rpcrdma_rs_ops.h"
 #include "rpcrdma_rs_params.h"
 #include "rpcrdma_rs_sunrpc.h"
+#include "rpcrdma_rs_trace_calls.h"
 
 /* As the C transport: 60 second timeout, no retries. */
 static const struct rpc_timeout rpcrdma_rs_default_timeout = {
@@ -145,6 +146,7 @@ static void rpcrdma_rs_connect(struct rpc_xprt *xprt, struct rpc_task *task)
 		delay = xprt_reconnect_delay(xprt);
 		xprt_reconnect_backoff(xprt, RPCRDMA_RS_INIT_REEST_TO);
 	}
+	rpcrdma_rs_trace_op_connect(xprt, delay);
 	queue_delayed_work(system_long_wq, &r->connect_worker, delay);
 }
 

@@ -7,6 +7,7 @@
  * off.  Each function tests its key first, so that a disabled event costs
  * the call and that branch, no RCU read lock.
  */
+#include <linux/jiffies.h>
 #include <linux/minmax.h>
 #include <linux/rcupdate.h>
 #include <linux/sunrpc/xprt.h>
@@ -116,13 +117,112 @@ void rpcrdma_rs_trace_credits(const struct rpc_xprt *xprt, u32 old, u32 new)
 }
 
 void rpcrdma_rs_trace_mr_error(const struct rpc_xprt *xprt, const char *op,
-			       size_t op_len, u32 mr, u32 status)
+			       size_t op_len, u32 mr, u32 status,
+			       u32 vendor_err)
 {
 	if (!trace_rpcrdma_rs_mr_error_enabled())
 		return;
 	rcu_read_lock();
 	trace_rpcrdma_rs_mr_error(rpcrdma_rs_trace_peer(xprt), op,
-				  rs_len(op_len), mr, status);
+				  rs_len(op_len), mr, status, vendor_err);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_wc_error(const struct rpc_xprt *xprt, const char *op,
+			       size_t op_len, u32 status, u32 vendor_err)
+{
+	if (!trace_rpcrdma_rs_wc_error_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_wc_error(rpcrdma_rs_trace_peer(xprt), op,
+				  rs_len(op_len), status, vendor_err);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_op_connect(const struct rpc_xprt *xprt,
+				 unsigned long delay)
+{
+	if (!trace_rpcrdma_rs_op_connect_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_op_connect(rpcrdma_rs_trace_peer(xprt),
+				    jiffies_to_msecs(delay));
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_marshal(const struct rpc_xprt *xprt, u32 xid, u32 hdr,
+			      u32 inline_len, unsigned int rtype,
+			      unsigned int wtype)
+{
+	if (!trace_rpcrdma_rs_marshal_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_marshal(rpcrdma_rs_trace_peer(xprt), xid, hdr,
+				 inline_len, rtype, wtype);
+	rcu_read_unlock();
+}
+
+bool rpcrdma_rs_trace_chunk_enabled(void)
+{
+	return trace_rpcrdma_rs_chunk_enabled();
+}
+
+void rpcrdma_rs_trace_chunk(const struct rpc_xprt *xprt, u32 xid,
+			    unsigned int kind, u32 pos, u32 handle, u32 length,
+			    u64 offset)
+{
+	if (!trace_rpcrdma_rs_chunk_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_chunk(rpcrdma_rs_trace_peer(xprt), xid, kind, pos,
+			       handle, length, offset);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_reply(const struct rpc_xprt *xprt, u32 xid, u32 credits,
+			    u32 proc)
+{
+	if (!trace_rpcrdma_rs_reply_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_reply(rpcrdma_rs_trace_peer(xprt), xid, credits, proc);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_mr_wait(const struct rpc_xprt *xprt, u32 xid)
+{
+	if (!trace_rpcrdma_rs_mr_wait_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_mr_wait(rpcrdma_rs_trace_peer(xprt), xid);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_map_error(const struct rpc_xprt *xprt, u32 xid,
+				int result)
+{
+	if (!trace_rpcrdma_rs_map_error_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_map_error(rpcrdma_rs_trace_peer(xprt), xid, result);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_cb_call(const struct rpc_xprt *xprt, u32 xid, u32 len)
+{
+	if (!trace_rpcrdma_rs_cb_call_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_cb_call(rpcrdma_rs_trace_peer(xprt), xid, len);
+	rcu_read_unlock();
+}
+
+void rpcrdma_rs_trace_cb_reply(const struct rpc_xprt *xprt, u32 xid, u32 len)
+{
+	if (!trace_rpcrdma_rs_cb_reply_enabled())
+		return;
+	rcu_read_lock();
+	trace_rpcrdma_rs_cb_reply(rpcrdma_rs_trace_peer(xprt), xid, len);
 	rcu_read_unlock();
 }
 

@@ -163,24 +163,246 @@ TRACE_EVENT(rpcrdma_rs_credits,
  */
 TRACE_EVENT(rpcrdma_rs_mr_error,
 	TP_PROTO(const char *peer, const char *op, size_t op_len, u32 mr,
-		 u32 status),
-	TP_ARGS(peer, op, op_len, mr, status),
+		 u32 status, u32 vendor_err),
+	TP_ARGS(peer, op, op_len, mr, status, vendor_err),
 	TP_STRUCT__entry(
 		__string(peer, peer)
 		__string_len(op, op, op_len)
 		__field(u32, mr)
 		__field(u32, status)
+		__field(u32, vendor_err)
 	),
 	TP_fast_assign(
 		__assign_str(peer);
 		__assign_str(op);
 		__entry->mr = mr;
 		__entry->status = status;
+		__entry->vendor_err = vendor_err;
 	),
-	TP_printk("peer=%s op=%s mr=%u status=%s (%u)", __get_str(peer),
-		  __get_str(op), __entry->mr,
+	TP_printk("peer=%s op=%s mr=%u vendor_err=0x%x status=%s (%u)",
+		  __get_str(peer), __get_str(op), __entry->mr,
+		  __entry->vendor_err, rdma_show_wc_status(__entry->status),
+		  __entry->status)
+);
+
+/*
+ * A Send or a Receive failed (not flushed: flushes follow every
+ * connection loss, whose own event says why).  op is "Send" or
+ * "Receive"; status the work completion status, vendor_err the device's
+ * own code for it.
+ */
+TRACE_EVENT(rpcrdma_rs_wc_error,
+	TP_PROTO(const char *peer, const char *op, size_t op_len, u32 status,
+		 u32 vendor_err),
+	TP_ARGS(peer, op, op_len, status, vendor_err),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__string_len(op, op, op_len)
+		__field(u32, status)
+		__field(u32, vendor_err)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__assign_str(op);
+		__entry->status = status;
+		__entry->vendor_err = vendor_err;
+	),
+	TP_printk("peer=%s op=%s vendor_err=0x%x status=%s (%u)",
+		  __get_str(peer), __get_str(op), __entry->vendor_err,
 		  rdma_show_wc_status(__entry->status), __entry->status)
 );
+
+/*
+ * sunrpc asked for a connection: the attempt starts after delay_ms
+ * milliseconds (0, or the reconnect backoff after a failed attempt or a
+ * fault of the server).  rpcrdma_rs_connect says how it ended.
+ */
+TRACE_EVENT(rpcrdma_rs_op_connect,
+	TP_PROTO(const char *peer, unsigned int delay_ms),
+	TP_ARGS(peer, delay_ms),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(unsigned int, delay_ms)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->delay_ms = delay_ms;
+	),
+	TP_printk("peer=%s delay_ms=%u", __get_str(peer), __entry->delay_ms)
+);
+
+/* How a Call goes (rtype) and how its Reply may come back (wtype). */
+#define rpcrdma_rs_show_rtype(t)					\
+	__print_symbolic(t, { 0, "inline" }, { 1, "read" }, { 2, "long" })
+#define rpcrdma_rs_show_wtype(t)					\
+	__print_symbolic(t, { 0, "inline" }, { 1, "write" }, { 2, "reply" })
+
+/*
+ * A Call is being posted: its transport header is hdr bytes, followed by
+ * inline bytes of the Call; rtype says whether the rest goes in a Read
+ * chunk ("read") or the whole Call does ("long": RDMA_NOMSG), wtype
+ * whether the Reply's page data comes in a Write chunk or the whole
+ * Reply in a Reply chunk.  Backchannel replies are rpcrdma_rs_cb_reply.
+ */
+TRACE_EVENT(rpcrdma_rs_marshal,
+	TP_PROTO(const char *peer, u32 xid, u32 hdr, u32 inline_len,
+		 unsigned int rtype, unsigned int wtype),
+	TP_ARGS(peer, xid, hdr, inline_len, rtype, wtype),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+		__field(u32, hdr)
+		__field(u32, inline_len)
+		__field(unsigned int, rtype)
+		__field(unsigned int, wtype)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+		__entry->hdr = hdr;
+		__entry->inline_len = inline_len;
+		__entry->rtype = rtype;
+		__entry->wtype = wtype;
+	),
+	TP_printk("peer=%s xid=0x%08x hdr=%u inline=%u rtype=%s wtype=%s",
+		  __get_str(peer), __entry->xid, __entry->hdr,
+		  __entry->inline_len, rpcrdma_rs_show_rtype(__entry->rtype),
+		  rpcrdma_rs_show_wtype(__entry->wtype))
+);
+
+#define rpcrdma_rs_show_chunk(k)					\
+	__print_symbolic(k, { 0, "read" }, { 1, "write" }, { 2, "pad" },	\
+			 { 3, "reply" })
+
+/*
+ * One segment a Call's header advertised, memory registered for the
+ * server to read (a Read chunk's, at XDR position pos) or to write (a
+ * Write chunk's, its XDR pad's, or the Reply chunk's; pos 0).
+ */
+TRACE_EVENT(rpcrdma_rs_chunk,
+	TP_PROTO(const char *peer, u32 xid, unsigned int kind, u32 pos,
+		 u32 handle, u32 length, u64 offset),
+	TP_ARGS(peer, xid, kind, pos, handle, length, offset),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+		__field(unsigned int, kind)
+		__field(u32, pos)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+		__entry->kind = kind;
+		__entry->pos = pos;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("peer=%s xid=0x%08x kind=%s pos=%u handle=0x%08x length=%u offset=0x%016llx",
+		  __get_str(peer), __entry->xid,
+		  rpcrdma_rs_show_chunk(__entry->kind), __entry->pos,
+		  __entry->handle, __entry->length,
+		  (unsigned long long)__entry->offset)
+);
+
+#define rpcrdma_rs_show_proc(p)						\
+	__print_symbolic(p, { 0, "RDMA_MSG" }, { 1, "RDMA_NOMSG" },	\
+			 { 4, "RDMA_ERROR" })
+
+/*
+ * A reply arrived, its transport header decoded: the server's credit
+ * grant in it (as sent, before it is held to what the client asked
+ * for), and its proc.
+ */
+TRACE_EVENT(rpcrdma_rs_reply,
+	TP_PROTO(const char *peer, u32 xid, u32 credits, u32 proc),
+	TP_ARGS(peer, xid, credits, proc),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+		__field(u32, credits)
+		__field(u32, proc)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+		__entry->credits = credits;
+		__entry->proc = proc;
+	),
+	TP_printk("peer=%s xid=0x%08x credits=%u proc=%s", __get_str(peer),
+		  __entry->xid, __entry->credits,
+		  rpcrdma_rs_show_proc(__entry->proc))
+);
+
+/*
+ * No memory region was free for RPC xid's chunks: it waits for a reply
+ * to bring one back (counted in debugfs as mr_waits).
+ */
+TRACE_EVENT(rpcrdma_rs_mr_wait,
+	TP_PROTO(const char *peer, u32 xid),
+	TP_ARGS(peer, xid),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+	),
+	TP_printk("peer=%s xid=0x%08x", __get_str(peer), __entry->xid)
+);
+
+/*
+ * RPC xid's chunks could not be mapped for the device (result, a
+ * negative errno): the Call fails to marshal.
+ */
+TRACE_EVENT(rpcrdma_rs_map_error,
+	TP_PROTO(const char *peer, u32 xid, int result),
+	TP_ARGS(peer, xid, result),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+		__field(int, result)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+		__entry->result = result;
+	),
+	TP_printk("peer=%s xid=0x%08x result=%d", __get_str(peer),
+		  __entry->xid, __entry->result)
+);
+
+DECLARE_EVENT_CLASS(rpcrdma_rs_cb_class,
+	TP_PROTO(const char *peer, u32 xid, u32 len),
+	TP_ARGS(peer, xid, len),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__field(u32, xid)
+		__field(u32, len)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__entry->xid = xid;
+		__entry->len = len;
+	),
+	TP_printk("peer=%s xid=0x%08x len=%u", __get_str(peer),
+		  __entry->xid, __entry->len)
+);
+
+/* A backchannel Call of len bytes came from the server, for the callback
+ * service. */
+DEFINE_EVENT(rpcrdma_rs_cb_class, rpcrdma_rs_cb_call,
+	TP_PROTO(const char *peer, u32 xid, u32 len),
+	TP_ARGS(peer, xid, len));
+
+/* The client posted its reply, len bytes, to backchannel Call xid. */
+DEFINE_EVENT(rpcrdma_rs_cb_class, rpcrdma_rs_cb_reply,
+	TP_PROTO(const char *peer, u32 xid, u32 len),
+	TP_ARGS(peer, xid, len));
 
 /*
  * An RDMA device is going away.  Each connection through it is lost

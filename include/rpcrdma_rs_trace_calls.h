@@ -39,7 +39,31 @@ void rpcrdma_rs_trace_reply_error(const struct rpc_xprt *xprt, u32 xid,
 				  const char *detail, size_t detail_len);
 void rpcrdma_rs_trace_credits(const struct rpc_xprt *xprt, u32 old, u32 new);
 void rpcrdma_rs_trace_mr_error(const struct rpc_xprt *xprt, const char *op,
-			       size_t op_len, u32 mr, u32 status);
+			       size_t op_len, u32 mr, u32 status,
+			       u32 vendor_err);
+void rpcrdma_rs_trace_wc_error(const struct rpc_xprt *xprt, const char *op,
+			       size_t op_len, u32 status, u32 vendor_err);
+/* @delay in jiffies; the C glue's connect op fires it. */
+void rpcrdma_rs_trace_op_connect(const struct rpc_xprt *xprt,
+				 unsigned long delay);
+/* @rtype: 0 inline, 1 Read chunk, 2 Long Call; @wtype: 0 inline, 1 Write
+ * chunk, 2 Reply chunk. */
+void rpcrdma_rs_trace_marshal(const struct rpc_xprt *xprt, u32 xid, u32 hdr,
+			      u32 inline_len, unsigned int rtype,
+			      unsigned int wtype);
+bool rpcrdma_rs_trace_chunk_enabled(void);
+/* @kind: 0 Read, 1 Write, 2 the Write chunk's pad, 3 Reply. */
+void rpcrdma_rs_trace_chunk(const struct rpc_xprt *xprt, u32 xid,
+			    unsigned int kind, u32 pos, u32 handle, u32 length,
+			    u64 offset);
+void rpcrdma_rs_trace_reply(const struct rpc_xprt *xprt, u32 xid, u32 credits,
+			    u32 proc);
+void rpcrdma_rs_trace_mr_wait(const struct rpc_xprt *xprt, u32 xid);
+void rpcrdma_rs_trace_map_error(const struct rpc_xprt *xprt, u32 xid,
+				int result);
+/* Fired by the C glue (rpcrdma_rs_bc_receive_call). */
+void rpcrdma_rs_trace_cb_call(const struct rpc_xprt *xprt, u32 xid, u32 len);
+void rpcrdma_rs_trace_cb_reply(const struct rpc_xprt *xprt, u32 xid, u32 len);
 void rpcrdma_rs_trace_device_removal(const char *device, size_t device_len,
 				     u32 index);
 

@@ -52,6 +52,8 @@ pub(crate) struct Completion {
     pub(crate) byte_len: u32,
     /// The R_key the peer invalidated with Send With Invalidate, if it did.
     pub(crate) invalidated_rkey: Option<u32>,
+    /// The device's own code for a failure (for the trace events).
+    pub(crate) vendor_err: u32,
     qp: NonNull<Qp>,
 }
 
@@ -75,11 +77,12 @@ impl CompletionInfo {
 impl Completion {
     /// A completion for the callback of a work request on `qp`, to be lent
     /// to its handler only (type invariant).
-    pub(super) fn new(qp: &Qp, status: u32, byte_len: u32, invalidated_rkey: Option<u32>) -> Self {
+    pub(super) fn new(qp: &Qp, wc: &bindings::ib_wc, invalidated_rkey: Option<u32>) -> Self {
         Self {
-            status,
-            byte_len,
+            status: wc.status,
+            byte_len: wc.byte_len,
             invalidated_rkey,
+            vendor_err: wc.vendor_err,
             qp: NonNull::from(qp),
         }
     }
@@ -849,7 +852,7 @@ unsafe extern "C" fn done_callback<H: CompletionHandler>(
     // the R_key when IB_WC_WITH_INVALIDATE is set, and unused otherwise.
     let rkey = unsafe { wc.ex.invalidate_rkey };
     // Of this callback's QP, lent to the handler only.
-    let completion = Completion::new(&buf.qp, wc.status, wc.byte_len, invalidated.then_some(rkey));
+    let completion = Completion::new(&buf.qp, wc, invalidated.then_some(rkey));
     // SAFETY: The QP's handler is an `Arc<H>` turned foreign (`Buf::new`
     // checked its type), which the identifier the QP was made on keeps
     // until the QP is shut down; a completion callback runs only before

@@ -889,7 +889,7 @@ impl<H: MrHandler> PinnedDrop for Mr<H> {
 /// The completion `wc` of a work request of a region of `qp`, for the
 /// callback to lend to the handler.
 fn completion_of(wc: &bindings::ib_wc, qp: &Qp) -> Completion {
-    Completion::new(qp, wc.status, wc.byte_len, None)
+    Completion::new(qp, wc, None)
 }
 
 /// Completion callback of a REG_MR (only when flushed or failed).

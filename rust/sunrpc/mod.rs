@@ -236,26 +236,46 @@ impl<'a> Rqst<'a> {
 
     /// The Call's send buffer and, unless `bc_reply` (a backchannel reply
     /// expects no reply), the Reply's receive buffer, described in one
-    /// call into C.
-    pub(crate) fn layouts(&self, bc_reply: bool) -> Result<(XdrLayout<'a>, Option<XdrLayout<'a>>)> {
-        let mut call = bindings::rpcrdma_rs_xdr_layout::default();
-        let mut reply = bindings::rpcrdma_rs_xdr_layout::default();
+    /// call into C, which writes them into `room` where it lies.
+    pub(crate) fn layouts<'s>(
+        &self,
+        bc_reply: bool,
+        room: &'s mut Layouts<'a>,
+    ) -> Result<(&'s XdrLayout<'a>, Option<&'s XdrLayout<'a>>)> {
         let reply_ptr: *mut bindings::rpcrdma_rs_xdr_layout = if bc_reply {
             core::ptr::null_mut()
         } else {
-            &mut reply
+            &mut room.reply.raw
         };
         let rqst = self.as_ptr();
+        // INVARIANT: C describes this request's buffers, held for `'a`.
+        // On failure nothing of `room` is handed out (its fields are
+        // private), and it is dropped with the sender's frame.
         // SAFETY: The request is live and held by sunrpc (type invariant);
         // C allocates receive pages into it (no Rust reference to it
         // exists), fills `call`, and `reply` unless its pointer is NULL.
-        to_result(unsafe { bindings::rpcrdma_rs_rqst_layouts(rqst, &mut call, reply_ptr) })?;
-        // INVARIANT: the layouts of this request's buffers, held for `'a`.
-        let layout = |raw| XdrLayout {
-            raw,
-            _rqst: PhantomData,
-        };
-        Ok((layout(call), (!bc_reply).then(|| layout(reply))))
+        to_result(unsafe {
+            bindings::rpcrdma_rs_rqst_layouts(rqst, &mut room.call.raw, reply_ptr)
+        })?;
+        Ok((&room.call, (!bc_reply).then_some(&room.reply)))
+    }
+}
+
+/// Room for the layouts of a request's buffers, which [`Rqst::layouts`]
+/// fills in place: kept in the sender's frame, so that they are not
+/// copied from one function's frame to the next.
+pub(crate) struct Layouts<'a> {
+    call: XdrLayout<'a>,
+    reply: XdrLayout<'a>,
+}
+
+impl Layouts<'_> {
+    /// Two empty buffers, until [`Rqst::layouts`] describes a request's.
+    pub(crate) fn new() -> Self {
+        Self {
+            call: XdrLayout::empty(),
+            reply: XdrLayout::empty(),
+        }
     }
 }
 
@@ -272,13 +292,23 @@ impl<'a> Rqst<'a> {
 /// call ([`Rqst`]), during which sunrpc changes nothing of the request's
 /// send buffer. `raw.buf` is that send buffer's `xdr_buf` in the Call's
 /// layout, and NULL in the receive buffer's: a reply to an earlier
-/// transmission may be placed there meanwhile.
+/// transmission may be placed there meanwhile. Or `raw` is all zeros
+/// ([`XdrLayout::empty`]): no head, pages, tail or send buffer.
 pub(crate) struct XdrLayout<'a> {
     raw: bindings::rpcrdma_rs_xdr_layout,
     _rqst: PhantomData<&'a ()>,
 }
 
 impl XdrLayout<'_> {
+    /// An empty buffer, which reaches no memory.
+    fn empty() -> Self {
+        // INVARIANT: all zeros.
+        Self {
+            raw: bindings::rpcrdma_rs_xdr_layout::default(),
+            _rqst: PhantomData,
+        }
+    }
+
     /// Bytes in the head.
     pub(crate) fn head_len(&self) -> u32 {
         self.raw.head_len
@@ -343,7 +373,8 @@ impl XdrLayout<'_> {
 
     /// Cuts the head into page pieces, appended to `out`.
     pub(crate) fn cut_head(&self, out: &mut Pieces) -> Result {
-        // SAFETY: The head is the request's buffer (type invariant).
+        // SAFETY: The head is the request's buffer, or an empty layout's
+        // NULL of length 0, of which nothing is read (type invariant).
         unsafe { Piece::cut_kernel_buffer(self.raw.head.cast(), self.raw.head_len, out) }
     }
 
@@ -360,7 +391,8 @@ impl XdrLayout<'_> {
 
     /// Cuts the tail into page pieces, appended to `out`.
     pub(crate) fn cut_tail(&self, out: &mut Pieces) -> Result {
-        // SAFETY: The tail is the request's buffer (type invariant).
+        // SAFETY: The tail is the request's buffer, or an empty layout's
+        // NULL of length 0, of which nothing is read (type invariant).
         unsafe { Piece::cut_kernel_buffer(self.raw.tail.cast(), self.raw.tail_len, out) }
     }
 

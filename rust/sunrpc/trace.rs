@@ -9,7 +9,10 @@
 //! credit events fire in completion context.
 
 use super::Xprt;
-use crate::{bindings, proto::private_data::Negotiated};
+use crate::{
+    bindings,
+    proto::{header::Segment, private_data::Negotiated},
+};
 use core::fmt::{self, Write};
 use kernel::{error::Result, ffi::c_int, str::CStr};
 
@@ -205,8 +208,9 @@ pub(crate) fn credits(xprt: &Xprt, old: u32, new: u32) {
 }
 
 /// `rpcrdma_rs_mr_error`: the `op` (`REG_MR`, `LOCAL_INV`) of memory region
-/// `mr` completed with work completion `status`.
-pub(crate) fn mr_error(xprt: &Xprt, op: &'static str, mr: u32, status: u32) {
+/// `mr` completed with work completion `status` (the device's own code:
+/// `vendor_err`).
+pub(crate) fn mr_error(xprt: &Xprt, op: &'static str, mr: u32, status: u32, vendor_err: u32) {
     let op = bounded(op.as_bytes());
     // SAFETY: The xprt is live (`Xprt`'s invariant); `op` is readable for
     // its length, at most `STR_MAX`, and copied before the call returns.
@@ -217,8 +221,128 @@ pub(crate) fn mr_error(xprt: &Xprt, op: &'static str, mr: u32, status: u32) {
             op.len(),
             mr,
             status,
+            vendor_err,
         )
     }
+}
+
+/// `rpcrdma_rs_wc_error`: a Send or Receive (`op`) completed with work
+/// completion `status` (the device's own code: `vendor_err`).
+pub(crate) fn wc_error(xprt: &Xprt, op: &'static str, status: u32, vendor_err: u32) {
+    let op = bounded(op.as_bytes());
+    // SAFETY: The xprt is live (`Xprt`'s invariant); `op` is readable for
+    // its length, at most `STR_MAX`, and copied before the call returns.
+    unsafe {
+        bindings::rpcrdma_rs_trace_wc_error(
+            xprt.as_ptr().cast_const(),
+            op.as_ptr().cast(),
+            op.len(),
+            status,
+            vendor_err,
+        )
+    }
+}
+
+/// How a Call goes, for `rpcrdma_rs_marshal` (the C glue's `rtype`).
+#[derive(Clone, Copy)]
+pub(crate) enum Rtype {
+    /// All of it inline.
+    Inline = 0,
+    /// Its page data in a Read chunk.
+    ReadChunk = 1,
+    /// All of it in a Read chunk at position zero (RDMA_NOMSG).
+    LongCall = 2,
+}
+
+/// How a Reply may come back, for `rpcrdma_rs_marshal` (`wtype`).
+#[derive(Clone, Copy)]
+pub(crate) enum Wtype {
+    /// Inline.
+    Inline = 0,
+    /// Its page data in a Write chunk.
+    WriteChunk = 1,
+    /// All of it in a Reply chunk.
+    ReplyChunk = 2,
+}
+
+/// `rpcrdma_rs_marshal`: Call `xid` is being posted, a transport header of
+/// `hdr` bytes and `inline_len` bytes of the Call inline, as `call` and
+/// `reply` say.
+pub(crate) fn marshal(xprt: &Xprt, xid: u32, hdr: u32, inline_len: u32, call: Rtype, reply: Wtype) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe {
+        bindings::rpcrdma_rs_trace_marshal(
+            xprt.as_ptr().cast_const(),
+            xid,
+            hdr,
+            inline_len,
+            call as u32,
+            reply as u32,
+        )
+    }
+}
+
+/// Which chunk a segment is of, for `rpcrdma_rs_chunk` (its `kind`).
+#[derive(Clone, Copy)]
+pub(crate) enum Chunk {
+    /// A Read chunk's (or a Long Call's).
+    Read = 0,
+    /// The Write chunk's.
+    Write = 1,
+    /// The Write chunk's XDR pad.
+    Pad = 2,
+    /// The Reply chunk's.
+    Reply = 3,
+}
+
+/// Whether `rpcrdma_rs_chunk` is on: the segments are walked only then.
+pub(crate) fn chunk_enabled() -> bool {
+    // SAFETY: Reads a static key; no precondition.
+    unsafe { bindings::rpcrdma_rs_trace_chunk_enabled() }
+}
+
+/// `rpcrdma_rs_chunk`: Call `xid` advertised `seg` in a chunk of `kind`,
+/// at XDR position `pos` (Read chunks; 0 for the others).
+pub(crate) fn chunk(xprt: &Xprt, xid: u32, kind: Chunk, pos: u32, seg: &Segment) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe {
+        bindings::rpcrdma_rs_trace_chunk(
+            xprt.as_ptr().cast_const(),
+            xid,
+            kind as u32,
+            pos,
+            seg.handle,
+            seg.length,
+            seg.offset,
+        )
+    }
+}
+
+/// `rpcrdma_rs_reply`: a reply to `xid` arrived with proc `proc` and a
+/// grant of `credits` (as sent).
+pub(crate) fn reply(xprt: &Xprt, xid: u32, credits: u32, proc: u32) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe { bindings::rpcrdma_rs_trace_reply(xprt.as_ptr().cast_const(), xid, credits, proc) }
+}
+
+/// `rpcrdma_rs_mr_wait`: Call `xid` waits for a free memory region.
+pub(crate) fn mr_wait(xprt: &Xprt, xid: u32) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe { bindings::rpcrdma_rs_trace_mr_wait(xprt.as_ptr().cast_const(), xid) }
+}
+
+/// `rpcrdma_rs_map_error`: Call `xid`'s chunks could not be mapped
+/// (`err`).
+pub(crate) fn map_error(xprt: &Xprt, xid: u32, err: kernel::error::Error) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe { bindings::rpcrdma_rs_trace_map_error(xprt.as_ptr().cast_const(), xid, err.to_errno()) }
+}
+
+/// `rpcrdma_rs_cb_reply`: the reply to backchannel Call `xid`, `len`
+/// bytes, was posted.
+pub(crate) fn cb_reply(xprt: &Xprt, xid: u32, len: u32) {
+    // SAFETY: The xprt is live (`Xprt`'s invariant).
+    unsafe { bindings::rpcrdma_rs_trace_cb_reply(xprt.as_ptr().cast_const(), xid, len) }
 }
 
 /// `rpcrdma_rs_device_removal`: RDMA device `device`, the RDMA core's

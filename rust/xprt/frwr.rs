@@ -917,9 +917,9 @@ impl<H: MrHandler, P> MrPool<H, P> {
             return (Answer::Duplicate(then), 0, false, true);
         }
         rec.answered = true;
-        rec.then = Some(then);
         if !matches!(rec.phase, Phase::Registered) {
             // Already being invalidated for `buf_free`, or stranded.
+            rec.then = Some(then);
             return (Answer::Later, 0, false, true);
         }
         // The server's Send With Invalidate made that region invalid, if
@@ -942,6 +942,14 @@ impl<H: MrHandler, P> MrPool<H, P> {
                 }
             }
         }
+        if rec.left == 0 {
+            // Nothing of it is reachable (most often the server invalidated
+            // its one region): the reply goes out at once, and no mark
+            // stays (see above).
+            self.remove_record(slot);
+            return (Answer::Now(then), 0, invalidated, true);
+        }
+        rec.then = Some(then);
         let (answer, posted, ok) = self.settle(slot, gate);
         if matches!(answer, Answer::Now(_)) {
             // No mark: the caller completes the RPC before it looks up

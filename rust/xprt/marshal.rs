@@ -26,7 +26,10 @@ use crate::{
         RPCRDMA_VERSION,
     },
     rdma::{Piece, Pieces},
-    sunrpc::{PinnedRqst, Rqst, XdrLayout},
+    sunrpc::{
+        trace::{self, Chunk, Rtype, Wtype},
+        Layouts, PinnedRqst, Rqst, XdrLayout, Xprt,
+    },
 };
 use kernel::prelude::*;
 
@@ -36,7 +39,9 @@ use kernel::prelude::*;
 /// ([`Prepared::count`]).
 pub(crate) struct Prepared<'a> {
     xid: u32,
-    call: XdrLayout<'a>,
+    /// A backchannel reply, not a Call.
+    bc_reply: bool,
+    call: &'a XdrLayout<'a>,
     plan: chunks::Plan,
     /// The credits the header asks for.
     credit: u32,
@@ -48,9 +53,14 @@ pub(crate) struct Prepared<'a> {
     advertised: Advertised,
 }
 
-/// The chunk segments a header advertised, for the counters.
+/// The chunk segments a header advertised, for the counters, and the
+/// lengths it was written with, for the trace.
 #[derive(Clone, Copy, Default)]
 struct Advertised {
+    /// Bytes of transport header.
+    hdr_len: u32,
+    /// Bytes of the Call after it.
+    inline_len: u32,
     /// Segments in the Read list.
     reads: usize,
     /// Segments in the Write chunk or the Reply chunk.
@@ -61,16 +71,19 @@ struct Advertised {
 
 /// Plans `rqst` and cuts what its chunks cover into page pieces, kept in
 /// `reads` and `writes` (the connection's, emptied here and when the
-/// [`Prepared`] goes: their room stays from one Call to the next); a
-/// backchannel reply (`bc_reply`) goes inline only and grants the server
-/// `bc_credits`, any other Call asks for `max_requests`. May allocate
-/// (more room for pieces): call it before taking any lock.
-pub(crate) fn prepare<'a>(
-    rqst: &'a Rqst<'_>,
+/// [`Prepared`] goes: their room stays from one Call to the next), its
+/// buffers described in `room`; a backchannel reply (`bc_reply`) goes
+/// inline only and grants the server `bc_credits`, any other Call asks
+/// for `max_requests`. May allocate (more room for pieces): call it
+/// before taking any lock.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare<'a, 'r: 'a>(
+    rqst: &'a Rqst<'r>,
     bc_reply: bool,
     thresholds: &Thresholds,
     max_requests: u32,
     bc_credits: u32,
+    room: &'a mut Layouts<'r>,
     reads: &'a mut Pieces,
     writes: &'a mut Pieces,
 ) -> Result<Prepared<'a>> {
@@ -78,7 +91,7 @@ pub(crate) fn prepare<'a>(
     writes.clear();
     let xid = rqst.xid();
     // A backchannel reply expects no reply: no receive buffer.
-    let (call, reply) = rqst.layouts(bc_reply)?;
+    let (call, reply) = rqst.layouts(bc_reply, room)?;
     let (plan, credit) = match &reply {
         // C: rpcrdma_bc_marshal_reply. Never chunks: their regions
         // would be keyed by the server's XID and never invalidated.
@@ -91,7 +104,7 @@ pub(crate) fn prepare<'a>(
         }
         Some(reply) => {
             let plan = chunks::plan(
-                &call_layout(&call),
+                &call_layout(call),
                 &reply_layout(reply),
                 call.ddp_allowed(),
                 thresholds,
@@ -105,6 +118,7 @@ pub(crate) fn prepare<'a>(
     // them whatever fails below.
     let prepared = Prepared {
         xid,
+        bc_reply,
         call,
         plan,
         credit,
@@ -116,9 +130,9 @@ pub(crate) fn prepare<'a>(
     match prepared.plan.call {
         CallPlan::Inline { .. } => {}
         CallPlan::ReadChunk(_) => prepared.call.cut_pages(prepared.reads)?,
-        CallPlan::LongCall { .. } => whole_buffer_pieces(&prepared.call, prepared.reads)?,
+        CallPlan::LongCall { .. } => whole_buffer_pieces(prepared.call, prepared.reads)?,
     }
-    if let Some(reply) = &reply {
+    if let Some(reply) = reply {
         match prepared.plan.reply {
             ReplyPlan::Inline => {}
             ReplyPlan::WriteChunk(_) => reply.cut_pages(prepared.writes)?,
@@ -169,8 +183,11 @@ impl Prepared<'_> {
     /// empty), and `pad` after a Write chunk's (the connection's pad
     /// segment, if the record offers it: [`Prepared::offers_write_pad`]),
     /// then the inline part of the Call; returns the bytes used.
+    ///
+    /// Each segment advertised is traced (`rpcrdma_rs_chunk`) for `xprt`.
     pub(crate) fn encode(
         &mut self,
+        xprt: &Xprt,
         out: &mut [u8],
         inline_send: u32,
         registered: Option<(&[Segment], &[Segment])>,
@@ -207,15 +224,72 @@ impl Prepared<'_> {
             reply_chunk,
         )
         .map_err(|_| errno::emsgsize())?;
-        let used = marshal(out, hdr_len, &self.plan.call, &self.call)?;
+        let used = marshal(out, hdr_len, &self.plan.call, self.call)?;
         // Not the pad segment (C counts it): every segment counted here is
         // one that an RPC registered, and that is invalidated once.
         self.advertised = Advertised {
+            hdr_len: u32::try_from(hdr_len).unwrap_or(u32::MAX),
+            inline_len: u32::try_from(used.saturating_sub(hdr_len)).unwrap_or(u32::MAX),
             reads: read.len(),
             writes: written.len(),
             write_bytes: written.iter().map(|s| u64::from(s.length)).sum(),
         };
+        if trace::chunk_enabled() {
+            self.trace_chunks(xprt, read, position, written, pad);
+        }
         Ok(used)
+    }
+
+    /// Traces each segment the header advertised: `read` at `position`,
+    /// `written` as the Write or Reply chunk, and `pad` after a Write
+    /// chunk's.
+    fn trace_chunks(
+        &self,
+        xprt: &Xprt,
+        read: &[Segment],
+        position: u32,
+        written: &[Segment],
+        pad: Option<Segment>,
+    ) {
+        for seg in read {
+            trace::chunk(xprt, self.xid, Chunk::Read, position, seg);
+        }
+        let kind = match self.plan.reply {
+            ReplyPlan::WriteChunk(_) => Chunk::Write,
+            ReplyPlan::ReplyChunk { .. } => Chunk::Reply,
+            ReplyPlan::Inline => return,
+        };
+        for seg in written {
+            trace::chunk(xprt, self.xid, kind, 0, seg);
+        }
+        if let (Chunk::Write, Some(seg)) = (kind, pad) {
+            trace::chunk(xprt, self.xid, Chunk::Pad, 0, &seg);
+        }
+    }
+
+    /// Traces the Call as [`Prepared::encode`] wrote it
+    /// (`rpcrdma_rs_marshal`; a backchannel reply as
+    /// `rpcrdma_rs_cb_reply`).
+    pub(crate) fn trace(&self, xprt: &Xprt) {
+        let Advertised {
+            hdr_len,
+            inline_len,
+            ..
+        } = self.advertised;
+        if self.bc_reply {
+            return trace::cb_reply(xprt, self.xid, inline_len);
+        }
+        let call = match self.plan.call {
+            CallPlan::Inline { .. } => Rtype::Inline,
+            CallPlan::ReadChunk(_) => Rtype::ReadChunk,
+            CallPlan::LongCall { .. } => Rtype::LongCall,
+        };
+        let reply = match self.plan.reply {
+            ReplyPlan::Inline => Wtype::Inline,
+            ReplyPlan::WriteChunk(_) => Wtype::WriteChunk,
+            ReplyPlan::ReplyChunk { .. } => Wtype::ReplyChunk,
+        };
+        trace::marshal(xprt, self.xid, hdr_len, inline_len, call, reply);
     }
 
     /// Counts the Call as [`Prepared::encode`] wrote it, once it is posted
@@ -226,6 +300,7 @@ impl Prepared<'_> {
             reads,
             writes,
             write_bytes,
+            ..
         } = self.advertised;
         bump(&stats.read_chunk_count, n(reads));
         match self.plan.reply {
@@ -331,6 +406,9 @@ pub(crate) struct Reply<'a> {
     /// The credit grant; none from an ERR_VERS sent in another version
     /// than 1, whose credit field speaks for that version.
     pub(crate) credit: Option<u32>,
+    /// The credit field as sent, and `rdma_proc`, for the trace.
+    pub(crate) credit_sent: u32,
+    pub(crate) proc: u32,
     body_at: usize,
     /// The first word of the RPC message an RDMA_MSG carries inline.
     rpc_xid: Option<u32>,
@@ -343,7 +421,13 @@ pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
     let Some(xid) = be32(data, 0).filter(|_| data.len() >= FIXED_WORDS * 4) else {
         return Incoming::Short;
     };
-    let (hdr, body_at) = match header::decode(data, &DecodeLimits::REPLY) {
+    // The common shapes without the general decoder's loops; the same
+    // header where both decode.
+    let decoded = match header::decode_common_reply(data, &DecodeLimits::REPLY) {
+        Some(d) => Ok(d),
+        None => header::decode(data, &DecodeLimits::REPLY),
+    };
+    let (hdr, body_at) = match decoded {
         Ok(d) => d,
         Err(why) => {
             return Incoming::Bad {
@@ -359,6 +443,12 @@ pub(crate) fn classify(data: &[u8]) -> Incoming<'_> {
     Incoming::Reply(Reply {
         xid,
         credit: (hdr.vers == RPCRDMA_VERSION).then_some(hdr.credit),
+        credit_sent: hdr.credit,
+        proc: match hdr.body {
+            Body::Msg(_) => header::RDMA_MSG,
+            Body::NoMsg(_) => header::RDMA_NOMSG,
+            Body::Error(_) => header::RDMA_ERROR,
+        },
         body_at,
         rpc_xid: be32(body, 0),
         hdr,

@@ -31,7 +31,7 @@ use crate::{
     sunrpc::{
         self, params,
         trace::{self, ReplyError},
-        Budget, PinnedRqst, Rqst, Xprt,
+        Budget, Layouts, PinnedRqst, Rqst, Xprt,
     },
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -551,6 +551,8 @@ impl EpShared {
                     fmt!("bad transport header: {:?}", why),
                 );
             }
+            // The C glue traces the Call (`rpcrdma_rs_cb_call`) as it hands
+            // it over.
             Incoming::BackchannelCall { body } => match self.xprt.bc_receive_call(body) {
                 Ok(()) => {
                     self.taken();
@@ -577,6 +579,7 @@ impl EpShared {
             Incoming::Reply(reply) => reply,
         };
         let xid = reply.xid;
+        trace::reply(&self.xprt, xid, reply.credit_sent, reply.proc);
         if !reply.rpc_xid_matches() {
             let rpc_xid = reply.rpc_xid().unwrap_or(0);
             return self.bad_reply(
@@ -820,7 +823,13 @@ impl EpShared {
     /// the region's failure, if any, came first.
     fn mr_failed(&self, op: &'static str, mr: &Mr<Self>, completion: &Completion) {
         if !completion.is_flush() {
-            trace::mr_error(&self.xprt, op, mr.index(), completion.status);
+            trace::mr_error(
+                &self.xprt,
+                op,
+                mr.index(),
+                completion.status,
+                completion.vendor_err,
+            );
         }
     }
 }
@@ -832,6 +841,9 @@ impl EpShared {
     /// (a DISCONNECTED may overtake it) is said on its own, as
     /// information.
     fn completion_failed(&self, what: &'static str, completion: &Completion) {
+        if !completion.is_flush() {
+            trace::wc_error(&self.xprt, what, completion.status, completion.vendor_err);
+        }
         let why = Loss::completion(what, completion);
         if !self.lose(why) && !completion.is_flush() && sunrpc::ratelimit(Budget::Info) {
             pr_info!("{}: {}\n", self.xprt.peer(), why);
@@ -1305,12 +1317,14 @@ impl Endpoint {
     ) -> Result {
         let shared = &self.shared;
         let (reads, writes) = &mut self.pieces;
+        let mut layouts = Layouts::new();
         let mut prepared = marshal::prepare(
             rqst,
             bc_reply,
             &self.thresholds,
             shared.max_requests.load(Ordering::Relaxed),
             BC_CREDITS,
+            &mut layouts,
             reads,
             writes,
         )?;
@@ -1325,7 +1339,9 @@ impl Endpoint {
             // (only the endpoint's drop closes it), and the QP refuses a
             // post once it is shut down.
             let filled = match slot.as_mut() {
-                Some(buf) => buf.fill_with(|out| prepared.encode(out, inline_send, None, None)),
+                Some(buf) => {
+                    buf.fill_with(|out| prepared.encode(&shared.xprt, out, inline_send, None, None))
+                }
                 None => Err(EINVAL),
             };
             let filled = filled.inspect_err(|_| {
@@ -1333,6 +1349,7 @@ impl Endpoint {
             })?;
             let xid = prepared.xid();
             prepared.count(stats);
+            prepared.trace(&shared.xprt);
             drop(prepared);
             return self.post_filled(slot, None, filled, left, false, xid);
         }
@@ -1353,9 +1370,11 @@ impl Endpoint {
                 if e == EAGAIN {
                     // Regions come back as replies arrive.
                     stats.mr_waits.fetch_add(1, Ordering::Relaxed);
+                    trace::mr_wait(&shared.xprt, prepared.xid());
                     shared.xprt.wait_for_buffer_space();
                 } else {
                     stats.failed_marshal_count.fetch_add(1, Ordering::Relaxed);
+                    trace::map_error(&shared.xprt, prepared.xid(), e);
                 }
                 return Err(e);
             }
@@ -1363,8 +1382,10 @@ impl Endpoint {
 
         let pad = pool.write_pad(rec);
         let filled = match slot.as_mut() {
-            Some(buf) => buf
-                .fill_with(|out| prepared.encode(out, inline_send, Some(pool.segments(rec)), pad)),
+            Some(buf) => buf.fill_with(|out| {
+                let segments = Some(pool.segments(rec));
+                prepared.encode(&shared.xprt, out, inline_send, segments, pad)
+            }),
             None => Err(EINVAL),
         };
         let filled = match filled {
@@ -1408,6 +1429,7 @@ impl Endpoint {
         drop(regs);
         let xid = prepared.xid();
         prepared.count(stats);
+        prepared.trace(&shared.xprt);
         drop(prepared);
         self.post_filled(slot, Some(rec), filled, left, pad_chained, xid)
     }

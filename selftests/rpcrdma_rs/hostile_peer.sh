@@ -203,7 +203,7 @@ tap_plan $((5 * ${#selected[@]} + 1))
 if [ "$TRANSPORT" = rs ]; then
 	trap trace_stop EXIT
 	trap 'exit 143' TERM INT
-	trace_start rpcrdma_rs_hostile reply_error disconnect ||
+	trace_start rpcrdma_rs_hostile reply_error disconnect wc_error ||
 		tap_diag "no trace: the cases that check trace events fail"
 fi
 run_start=${EPOCHREALTIME/[.,]/}
@@ -891,8 +891,9 @@ rs_logged() {
 # READ failed with EIO and retried by the page cache would carry a new XID.
 # The fault was traced too (rs_traced): a reply_error event of the kind
 # the line names and a disconnect for a bad reply, or for a failed
-# Receive only its disconnect. (A failed Receive is logged as the
-# connection's loss: "connection lost (Receive failed ...)".)
+# Receive its disconnect and a wc_error event for the Receive. (A failed
+# Receive is logged as the connection's loss: "connection lost (Receive
+# failed ...)".)
 rs_retried() {
 	local l xid="" again=0 kind=bad_chunk txid reason="bad reply" re="$*" sent_as=""
 	[[ $re == "Receive failed"* ]] && re="connection lost \\($re"
@@ -921,7 +922,16 @@ rs_retried() {
 	"RPC message's XID"*) kind=malformed; [ -z "$sent_as" ] || printf -v txid '0x%08x' "$sent_as" ;;
 	"Receive failed"*) kind="" reason="Receive failed with completion status " ;;
 	esac
-	rs_traced "$kind" "$txid" "$reason"
+	rs_traced "$kind" "$txid" "$reason" || return 1
+	[[ $* == "Receive failed"* ]] || return 0
+	# The failed Receive itself, with the device's status and its own code.
+	local wc
+	wc=$(trace_events wc_error | grep -m1 "^peer=$SERVER_IP4 op=Receive vendor_err=0x[0-9a-f]* status=[A-Z_]* ([1-9][0-9]*)$")
+	if [ -z "$wc" ]; then
+		why="$why; no wc_error event op=Receive traced"
+		return 1
+	fi
+	why="$why, wc_error ${wc#peer=$SERVER_IP4 }"
 }
 
 # fault_xid: sets xid to the XID of the peer's fault (fault-fired), or

@@ -486,6 +486,22 @@ trace_stop() {
 	fi
 }
 
+# trace_complete: 0 if the instance's buffer lost no event (no CPU's ring
+# overran or dropped one), so that counting events counts what fired;
+# says what was lost otherwise.
+trace_complete() {
+	local f lost=0 n
+	[ -n "$trace_inst" ] || { tap_diag "no trace to read"; return 1; }
+	for f in "$trace_inst"/per_cpu/cpu*/stats; do
+		[ -r "$f" ] || continue
+		n=$(awk -F': *' '$1 == "overrun" || $1 == "dropped events" { s += $2 } END { print s + 0 }' "$f")
+		lost=$((lost + n))
+	done
+	[ "$lost" = 0 ] && return 0
+	tap_diag "the trace buffer lost $lost events (overrun or dropped)"
+	return 1
+}
+
 # trace_events NAME: what each rpcrdma_rs_NAME event recorded
 # ("peer=... ..."), oldest first.
 trace_events() {

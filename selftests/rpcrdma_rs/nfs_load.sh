@@ -62,7 +62,7 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 require_rdma_xprt "nfs load"
-tap_plan 38
+tap_plan 39
 
 mod=rpcrdma
 [ "$TRANSPORT" = rs ] && mod=rpcrdma_rs
@@ -97,7 +97,8 @@ mountpoint -q "$scratch" || mount -t tmpfs -o size=64m tmpfs "$scratch"
 D_RS_CONNECTED="rpcrdma_rs lists at least 5 transports to the server, all connected"
 D_RS_LOAD_MRS="after the load every transport has all 256 MRs free"
 D_RS_FAULT_MRS="every MR is back on the free list" # after "failslab: " etc.
-D_RS_MR_WAITS="48 1 MiB writes in flight ran the MR pool dry: Sends waited for regions (mr_waits)"
+D_RS_MR_WAITS="48 1 MiB writes in flight ran the MR pool dry: Sends waited for regions (mr_waits), each traced (mr_wait)"
+D_RS_CB_TRACED="the recall traced: a cb_call event and a cb_reply with its XID, naming the server"
 RS_WHY="rpcrdma_rs's debugfs xprts report; the C transport has none"
 
 # rs_check DESC COMMAND...: a case about rpcrdma_rs's own report.
@@ -152,6 +153,7 @@ cleanup() {
 		timeout -s KILL 60 umount "$m" || umount -f -l "$m"
 	done
 	[ "$credits_raised" = 1 ] && server_run "echo 64 >/proc/sys/sunrpc/svc_rdma/max_requests"
+	trace_stop
 	rdma_xprt_registered || load_transport
 } >>"$log" 2>&1
 trap cleanup EXIT
@@ -188,7 +190,7 @@ rs_field() {
 # a burst of its own decides. Where an RPC takes two regions or fewer
 # (siw maps 1 MiB in one) the credits run out first: said, and skipped.
 rs_pool_ran_dry() {
-	local pages waits0 waits1 wsize need
+	local pages waits0 waits1 wsize need traced all
 	pages=$(rs_field region_pages max)
 	waits0=$(rs_field mr_waits sum)
 	wsize=$(awk -v m="$mnt3" '$2 == m { if (match($4, /wsize=[0-9]+/)) print substr($4, RSTART + 6, RLENGTH - 6) }' /proc/mounts)
@@ -201,12 +203,27 @@ rs_pool_ran_dry() {
 			return 0
 		fi
 	fi
+	# Each wait is traced where it is counted: as many mr_wait events,
+	# all to the server (only this burst's transport is busy).
+	trace_start rpcrdma_rs_load_pool mr_wait || tap_diag "no trace of the burst"
 	timeout -k 10 180 fio --name=pool --directory="$mnt3/load-v3" --rw=write --bs=1M --size=48M \
 		--iodepth=48 --ioengine=libaio --direct=1 --output="$LOG_DIR/fio-pool.txt" \
 		>/dev/null 2>>"$log" || tap_diag "the 48-deep burst's fio failed (see fio-pool.txt)"
 	waits1=$(rs_field mr_waits sum)
-	tap_diag "Sends that waited for regions during a burst of 48 1 MiB writes: $((waits1 - waits0))"
-	tap_check "$D_RS_MR_WAITS" [ $((waits1 - waits0)) -gt 0 ]
+	trace_complete || traced="(events lost)"
+	[ "$traced" = "(events lost)" ] || traced=$(trace_events mr_wait | grep -c "^peer=$SERVER_IP4 xid=0x[0-9a-f]\{8\}$")
+	all=$(trace_events mr_wait | wc -l)
+	trace_stop
+	tap_diag "Sends that waited for regions during a burst of 48 1 MiB writes: $((waits1 - waits0));" \
+		"mr_wait events: $all, $traced of them naming the server"
+	tap_check "$D_RS_MR_WAITS" mr_waits_traced "$((waits1 - waits0))" "$traced" "$all"
+}
+
+# mr_waits_traced WAITS TRACED ALL: Sends waited for regions, and the
+# trace has one mr_wait event naming the server for each wait, and no
+# other, all recorded.
+mr_waits_traced() {
+	[ "$1" -gt 0 ] && [ "$2" = "$1" ] && [ "$3" = "$2" ]
 }
 
 rs_report() { grep -E '^xprt|connected|mrs_free' "$xprts" 2>/dev/null | tr -s ' \n' ' '; }
@@ -479,6 +496,18 @@ deleg_returned() {
 	[ "$got" = "$changed_sum" ] || { tap_diag "$name after the recall: not the server's change"; return 1; }
 }
 
+# cb_traced: the recall came over the backchannel and was answered, and
+# both were traced: a cb_call event naming the server, and a cb_reply with
+# its XID.
+cb_traced() {
+	local call xid
+	call=$(trace_events cb_call | head -1)
+	tap_diag "cb_call: ${call:-none}; cb_reply: $(trace_events cb_reply | head -1)"
+	[[ $call =~ ^peer=$SERVER_IP4\ xid=(0x[0-9a-f]{8})\ len=[1-9][0-9]*$ ]] || return 1
+	xid=${BASH_REMATCH[1]}
+	trace_events cb_reply | grep -qE "^peer=$SERVER_IP4 xid=$xid len=[1-9][0-9]*$"
+}
+
 connects41() { mountstats_field "$mnt41" 3; }
 
 # reconnect: a disconnect injected, and the mount's connection count rises
@@ -517,7 +546,10 @@ D_RECALL2="after the reconnect: the server's write open recalls it within 8 s"
 D_RETURNED2="after the reconnect: the delegation was returned, the client reads the server's change"
 if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt41" 2>>"$log"; then
 	tap_check "$D_GRANT" deleg_granted r1
+	[ "$TRANSPORT" = rs ] && { trace_start rpcrdma_rs_load_cb cb_call cb_reply || tap_diag "no trace of the recall"; }
 	tap_check "$D_RECALL" recall_timed
+	rs_check "$D_RS_CB_TRACED" cb_traced
+	[ "$TRANSPORT" = rs ] && trace_stop
 	tap_check "$D_RETURNED" deleg_returned
 	tap_check "$D_RECONNECT" reconnect
 	tap_check "$D_GRANT2" deleg_granted r2
@@ -525,8 +557,9 @@ if tap_check "NFSv4.1 mount over rdma" nfs_mount 4.1 "$mnt41" 2>>"$log"; then
 	tap_check "$D_RETURNED2" deleg_returned
 	timeout -s KILL 120 umount "$mnt41" 2>>"$log" || tap_diag "the NFSv4.1 mount did not unmount"
 else
-	not_run "not mounted" "$D_GRANT" "$D_RECALL" "$D_RETURNED" "$D_RECONNECT" \
-		"$D_GRANT2" "$D_RECALL2" "$D_RETURNED2"
+	not_run "not mounted" "$D_GRANT" "$D_RECALL"
+	rs_not_run "not mounted" "$D_RS_CB_TRACED"
+	not_run "not mounted" "$D_RETURNED" "$D_RECONNECT" "$D_GRANT2" "$D_RECALL2" "$D_RETURNED2"
 fi
 server_run "rm -rf $deleg_dir"
 

@@ -3,11 +3,16 @@
 #
 # rpcrdma_rs's tracepoints (rpcrdma_rs:* in tracefs; Documentation/usage.rst,
 # "Tracepoints") fire with the right fields during an NFSv3 mount over
-# rdma: the connection's attempt (server, device, result, the credits it
-# asks for), the server's RFC 8797 private data and the thresholds chosen,
-# the first credit grant, and the end of each connection, for the client's
-# own close both after a disconnect injected through fail_sunrpc and at
-# unmount. A healthy mount traces no reply or memory registration error.
+# rdma: sunrpc's request for each connection (with its delay), the
+# connection's attempt (server, device, result, the credits it asks for),
+# the server's RFC 8797 private data and the thresholds chosen, the first
+# credit grant, the end of each connection, for the client's own close
+# both after a disconnect injected through fail_sunrpc and at unmount;
+# every Call marshalled (how it and its Reply go) with each chunk segment
+# it advertised, and every reply. A healthy mount traces no reply, work
+# completion, mapping or memory registration error. (The backchannel's
+# events are checked by nfs_load.sh, a failed Receive's by
+# hostile_peer.sh.)
 # The events are read from a tracefs instance of the test's own, so the
 # global trace buffer is left alone; the instance goes at the end.
 RUN_DIR=$1
@@ -37,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
-tap_plan 10
+tap_plan 13
 
 # rs_transports_gone: no rpcrdma_rs transport is left (an earlier test's
 # may still be being destroyed), so that every event traced here is this
@@ -155,10 +160,130 @@ all_ends_traced() {
 	done < <(trace_events disconnect)
 }
 
+# sunrpc asked for each connection before it was attempted: an
+# op_connect event (the server's address) before every connect event, the
+# first with no delay.
+op_connect_traced() {
+	local seq l
+	trace_complete || return 1
+	seq=$(sed -n -e 's/^.* rpcrdma_rs_op_connect: .*$/O/p' \
+		-e 's/^.* rpcrdma_rs_connect: .*$/C/p' "$trace_inst/trace" | tr -d '\n')
+	tap_diag "connection requests (O) and attempts (C), in order: $seq"
+	[[ $seq =~ ^(OC)+$ ]] || return 1
+	l=$(trace_first op_connect)
+	trace_expect "$l" peer "$SERVER_IP4" delay_ms 0 || return 1
+	while IFS= read -r l; do
+		[[ $l == "peer=$SERVER_IP4 delay_ms="* ]] && continue
+		tap_diag "an op_connect event names another peer: $l"
+		return 1
+	done < <(trace_events op_connect)
+}
+
+# marshal_summary: one line per marshal event, "XID RTYPE WTYPE HDR
+# INLINE", in trace order; chunk_summary: "XID KIND POS LENGTH" per chunk
+# event.
+marshal_summary() {
+	trace_events marshal | awk -v peer="$SERVER_IP4" '{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		if (f["peer"] != peer) { print "bad peer " $0; next }
+		print f["xid"], f["rtype"], f["wtype"], f["hdr"], f["inline"]
+	}'
+}
+chunk_summary() {
+	trace_events chunk | awk -v peer="$SERVER_IP4" '{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		if (f["peer"] != peer) { print "bad peer " $0; next }
+		print f["xid"], f["kind"], f["pos"], f["length"]
+	}'
+}
+
+# The Calls of the mount were traced as they went: the 64 KiB file's
+# WRITE with a Read chunk at a non-zero, 4-aligned XDR position, READs
+# with a Write chunk; a header of 28 bytes for a Call with no chunk,
+# more with one. Each chunk event belongs to a Call traced with that
+# chunk; each Call with a chunk traced at least one segment of it.
+marshal_traced() {
+	local m c
+	trace_complete || return 1
+	m=$(marshal_summary) c=$(chunk_summary)
+	printf '%s\n' "$m" >"$LOG_DIR/marshal.txt"
+	printf '%s\n' "$c" >"$LOG_DIR/chunks.txt"
+	tap_diag "$(wc -l <<<"$m") marshal events ($(grep -c ' read ' <<<"$m") with a Read chunk, $(grep -c ' write ' <<<"$m") with a Write chunk), $(wc -l <<<"$c") chunk events"
+	awk '
+		FNR == NR {
+			if ($1 == "bad") { print "marshal event of another peer"; bad = 1; next }
+			rt[$1] = $2; wt[$1] = $3
+			if ($2 == "inline" && $3 == "inline" && $4 != 28) { print "no chunk but hdr=" $4 ": " $0; bad = 1 }
+			if (($2 != "inline" || $3 != "inline") && $4 <= 28) { print "chunks but hdr=" $4 ": " $0; bad = 1 }
+			if ($2 == "read") reads++
+			if ($3 == "write") writes++
+			next
+		}
+		{
+			if ($1 == "bad") { print "chunk event of another peer"; bad = 1; next }
+			if (!($1 in rt)) { print "chunk of an untraced Call: " $0; bad = 1; next }
+			if ($2 == "read") {
+				if (rt[$1] != "read" && rt[$1] != "long") { print "read segment of a Call without a Read chunk: " $0; bad = 1 }
+				if (rt[$1] == "read" && ($3 == 0 || $3 % 4 != 0)) { print "Read chunk at position " $3 ": " $0; bad = 1 }
+				seen[$1 " read"] = 1
+			} else {
+				if ($3 != 0) { print "position " $3 " on a written chunk: " $0; bad = 1 }
+				if ($2 == "write" || $2 == "pad") { if (wt[$1] != "write") { print "Write segment of a Call without one: " $0; bad = 1 } }
+				if ($2 == "reply") { if (wt[$1] != "reply") { print "Reply segment of a Call without one: " $0; bad = 1 } }
+				if ($2 != "pad") seen[$1 " " wt[$1]] = 1
+			}
+		}
+		END {
+			for (x in rt) {
+				if ((rt[x] == "read" || rt[x] == "long") && !((x " read") in seen)) { print "no Read segment traced for " x; bad = 1 }
+				if (wt[x] != "inline" && !((x " " wt[x]) in seen)) { print "no " wt[x] " segment traced for " x; bad = 1 }
+			}
+			if (!reads) { print "no Call with a Read chunk"; bad = 1 }
+			if (!writes) { print "no Call with a Write chunk"; bad = 1 }
+			exit bad
+		}' <(printf '%s\n' "$m") <(printf '%s\n' "$c") | head -5 | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+
+# Every Call traced was answered, and traced so: a reply event for each
+# marshalled XID (a Call sent again keeps its XID), each naming the
+# server, RDMA_MSG or RDMA_NOMSG, with a grant that, held to what the
+# client asked for, is the one the report shows; no reply event for an
+# XID never marshalled.
+replies_traced() {
+	local r
+	trace_complete || return 1
+	r=$(trace_events reply | awk '{
+		delete f
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		print f["peer"], f["xid"], f["credits"], f["proc"]
+	}')
+	tap_diag "$(wc -l <<<"$r") reply events"
+	awk -v peer="$SERVER_IP4" -v granted="${granted:-?}" -v requested="${requested:-0}" '
+		FNR == NR { called[$1] = 1; next }
+		{
+			if ($1 != peer) { print "reply event of another peer: " $0; bad = 1 }
+			if ($4 != "RDMA_MSG" && $4 != "RDMA_NOMSG") { print "proc " $4 ": " $0; bad = 1 }
+			used = $3 + 0
+			if (used > requested + 0) used = requested + 0
+			if (used < 1) used = 1
+			if (used "" != granted) { print "credits " $3 " (" used " used), the report says " granted ": " $0; bad = 1 }
+			if (!($2 in called)) { print "reply to an untraced Call: " $0; bad = 1 }
+			answered[$2] = 1
+		}
+		END {
+			for (x in called) if (!(x in answered)) { print "no reply traced for " x; bad = 1 }
+			exit bad
+		}' <(marshal_summary) <(printf '%s\n' "$r") | head -5 | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+
 no_errors_traced() {
 	local e n rc=0
 	[ -n "$trace_inst" ] || { tap_diag "no trace to read"; return 1; }
-	for e in reply_error mr_error; do
+	for e in reply_error mr_error wc_error map_error; do
 		n=$(trace_events "$e" | wc -l)
 		if [ "$n" != 0 ]; then
 			tap_diag "$n rpcrdma_rs_$e events, the first: $(trace_events "$e" | head -1)"
@@ -179,7 +304,10 @@ if ! tap_check "NFSv3 mount over rdma" nfs_mount 3 "$mnt" 2>>"$log"; then
 		"disconnect injected: the close traced, then a new connection" \
 		"unmounted" \
 		"after the unmount: each connection's end traced once, by the server's address" \
-		"no reply_error or mr_error events"; do
+		"op_connect events: one before each connection attempt, the first with no delay" \
+		"marshal and chunk events: every Call and each segment it advertised" \
+		"reply events: one for every Call, with the grant" \
+		"no reply_error, mr_error, wc_error or map_error events"; do
 		tap_not_ok "$c (not mounted)"
 	done
 	tap_exit
@@ -198,6 +326,10 @@ rm -f "$mnt/trace.bin" 2>>"$log"
 tap_check "unmounted" unmount
 tap_check "after the unmount: each connection's end traced once, by the server's address" \
 	all_ends_traced
-tap_check "no reply_error or mr_error events" no_errors_traced
+tap_check "op_connect events: one before each connection attempt, the first with no delay" \
+	op_connect_traced
+tap_check "marshal and chunk events: every Call and each segment it advertised" marshal_traced
+tap_check "reply events: one for every Call, with the grant" replies_traced
+tap_check "no reply_error, mr_error, wc_error or map_error events" no_errors_traced
 grep ' rpcrdma_rs_' "$trace_inst/trace" >"$LOG_DIR/trace.txt" 2>>"$log"
 tap_exit
