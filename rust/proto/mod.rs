@@ -22,6 +22,9 @@
 //!   (RFC 8166, section 3.3.1).
 //! - [`xid_index`]: a map from XID to record slot in a table the caller
 //!   owns.
+//! - [`version`]: which version a connection speaks (the version 2
+//!   draft's negotiation, section 7), and what a transport remembers of
+//!   its server's.
 
 #![forbid(unsafe_code)]
 // The kernel builds with overflow checks on and a panic is fatal there:
@@ -43,6 +46,7 @@ pub mod credits;
 pub mod header;
 pub mod header2;
 pub mod private_data;
+pub mod version;
 pub mod xdr;
 pub mod xid_index;
 
