@@ -42,21 +42,22 @@ die() { printf '[rpcrdma-rs] error: %s\n' "$*" >&2; exit 1; }
 # Three kernels are built from the same source: "test" (the default), with
 # the debugging options the tests rely on; "bench" (KERNEL_FLAVOR=bench,
 # scripts/bench.sh), the same configuration without them (the test
-# fragment with its debugging and fault-injection section cut out, then
-# config.bench over it); and "kasan" (KERNEL_FLAVOR=kasan, scripts/test.sh
-# --wire-fuzz), the test fragment with config.kasan over it, built with
-# clang (kernel_make_vars).
+# fragment with its debugging and fault-injection section, its last, cut
+# out, then config.bench over it); and "kasan" (KERNEL_FLAVOR=kasan,
+# scripts/test.sh --wire-fuzz), the test fragment with config.kasan over
+# it, built with clang (kernel_make_vars). Each merges config.tcg, the
+# harness's own options, after the tests' config.
 KERNEL_FLAVOR=${KERNEL_FLAVOR:-test}
+KERNEL_TCG_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.tcg
 KERNEL_BENCH_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.bench
 KERNEL_KASAN_FRAGMENT=$RPCRDMA_RS_TOP/selftests/rpcrdma_rs/config.kasan
 kernel_fragment() {
 	case "$KERNEL_FLAVOR" in
-	test) cat "$KERNEL_CONFIG_FRAGMENT" ;;
+	test) cat "$KERNEL_CONFIG_FRAGMENT" "$KERNEL_TCG_FRAGMENT" ;;
 	bench)
-		sed '/^# Debugging options the tests rely on/,/^# No debug info/{/^# No debug info/!d}' \
-			"$KERNEL_CONFIG_FRAGMENT"
-		cat "$KERNEL_BENCH_FRAGMENT" ;;
-	kasan) cat "$KERNEL_CONFIG_FRAGMENT" "$KERNEL_KASAN_FRAGMENT" ;;
+		sed '/^# Debugging options the tests rely on/,$d' "$KERNEL_CONFIG_FRAGMENT"
+		cat "$KERNEL_TCG_FRAGMENT" "$KERNEL_BENCH_FRAGMENT" ;;
+	kasan) cat "$KERNEL_CONFIG_FRAGMENT" "$KERNEL_TCG_FRAGMENT" "$KERNEL_KASAN_FRAGMENT" ;;
 	*) die "KERNEL_FLAVOR is test, bench or kasan, not $KERNEL_FLAVOR" ;;
 	esac
 }
@@ -81,8 +82,36 @@ kernel_cache_key() {
 		echo "rustc=$rver"
 		echo "bindgen=$BINDGEN_VERSION"
 		[ "$KERNEL_FLAVOR" != kasan ] || clang --version 2>/dev/null | head -1
-		kernel_fragment
+		# The options, in order; not the comments, which change no build.
+		kernel_fragment | grep -E '^(CONFIG_|# CONFIG_[A-Za-z0-9_]+ is not set$)'
 	} | sha256sum | cut -c1-16
+}
+
+# ksft_tree KDIR DIR: makes DIR/linux a kernel tree for kselftest with
+# this checkout's tests in it, and prints its tools/testing/selftests: each
+# entry of KDIR linked (the directories down to selftests/ made), and
+# tools/testing/selftests/rpcrdma_rs a copy of
+# selftests/rpcrdma_rs, as a kernel developer adds a selftest target (not
+# a link: kselftest's runner names a test, and finds its "settings", by
+# its directory's place under selftests/).
+ksft_tree() {
+	local k=$1 t=$2/linux d e name sub=(tools testing selftests rpcrdma_rs) i=0
+	rm -rf "$t"
+	for d in . tools tools/testing tools/testing/selftests; do
+		mkdir -p "$t/$d"
+		for e in "$k/$d"/* "$k/$d"/.[!.]*; do
+			name=${e##*/}
+			[ -e "$e" ] && [ "$name" != "${sub[i]}" ] || continue
+			ln -s "$e" "$t/$d/$name"
+		done
+		i=$((i + 1))
+	done
+	cp -R "$RPCRDMA_RS_TOP/selftests/rpcrdma_rs" "$t/tools/testing/selftests/rpcrdma_rs"
+	# kselftest's own helpers copied too: an install finds TEST_INCLUDES
+	# by their real path, which must be under this selftests/.
+	rm "$t/tools/testing/selftests/kselftest"
+	cp -R "$k/tools/testing/selftests/kselftest" "$t/tools/testing/selftests/kselftest"
+	echo "$t/tools/testing/selftests"
 }
 
 # The directory of the cached kernel build tree of this flavor and key.

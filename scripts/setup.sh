@@ -22,6 +22,9 @@ DEBIAN_PACKAGES=(
 	procps psmisc
 	# make dkms, and dkms.sh, which installs the module through it
 	dkms
+	# kselftest's install and out-of-tree runs copy with rsync
+	# (scripts/ksft-check.sh)
+	rsync
 	# rust/peer, the hostile RPC-over-RDMA server (hostile_peer.sh): its
 	# bindings are generated from these headers
 	libibverbs-dev librdmacm-dev

@@ -5,7 +5,7 @@
 # the protocol core's host tests, and the two-guest harness with
 # rpcrdma_rs over Soft-RoCE and Soft-iWARP; with --full, also with the
 # kernel's C transport (the reference) over both.
-# Ends with "N passed, N failed".
+# Ends with "N passed, N failed, N skipped".
 #
 #   scripts/test.sh [--full]
 #   scripts/test.sh --soak MINUTES [--transport c|rs] [--rdma rxe|siw]
@@ -228,6 +228,7 @@ lint host-rustfmt bash -c 'cd rust/host && cargo fmt --check'
 lint peer-clippy bash -c 'cd rust/peer && cargo clippy -q --all-targets -- -D warnings'
 lint peer-rustfmt bash -c 'cd rust/peer && cargo fmt --check'
 lint shell-syntax bash -c 'for f in scripts/*.sh selftests/rpcrdma_rs/*.sh .ci/run; do bash -n "$f" || exit 1; done'
+lint kselftest-target scripts/ksft-check.sh "$kdir"
 lint bench-report /usr/bin/python3 scripts/test_bench_report.py
 mark lints
 scripts/build-module.sh

@@ -18,7 +18,7 @@ RUN_DIR=$1
 
 require_rs_transport "DKMS install"
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$SOURCE_TOP
 kver=$(uname -r)
 pkg=rpcrdma_rs/$DKMS_VERSION
 installed=/lib/modules/$kver/updates/dkms/rpcrdma_rs.ko

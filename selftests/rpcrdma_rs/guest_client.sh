@@ -35,17 +35,33 @@ mkdir -p "$RUN_DIR/tap"
 # boot and set-up), for the run's time table.
 read -r up _ </proc/uptime
 echo "boot ${up%.*}" >>"$RUN_DIR/tap/status"
+# Each test as the kernel's selftests run: make run_tests in the kernel
+# tree the harness put this directory in, one test at a time (TEST_PROGS),
+# so that what one leaves behind is cleared before the next. kselftest's
+# runner gives each the timeout in "settings" (TEST_TIMEOUT overrides it)
+# and nests its TAP in its own; ksft_unwrap takes it out for judging.
+ksft=$(cd "$SELFTEST_DIR/.." && pwd)
+# The runner writes through /dev/stdout, which virtme-ng links to its
+# console port for the guest's script: the links of a usual /dev instead,
+# so that it writes where its caller's stdout goes.
+for n in 0:stdin 1:stdout 2:stderr; do
+	ln -sfn "/proc/self/fd/${n%%:*}" "/dev/${n#*:}"
+done
+[ -z "${TEST_TIMEOUT:-}" ] || export kselftest_override_timeout=$TEST_TIMEOUT
 for t in $TESTS; do
 	set +x
 	echo "=== $t"
 	start=$SECONDS
-	# Each test gets TEST_TIMEOUT, 1200 s by default: twice what the
-	# longest (nfs_data_integrity.sh with four NFS versions, hostile_peer.sh)
-	# take on a fast host under TCG, a little more than they take on a slow
-	# one.
-	timeout "${TEST_TIMEOUT:-1200}" bash "$SELFTEST_DIR/$t" "$RUN_DIR" >"$RUN_DIR/tap/$t.tap" 2>"$RUN_DIR/tap/$t.err"
+	# Through a pipe: the runner writes its log lines and the test's TAP
+	# to /dev/stdout opened again, which, were it the file on the run
+	# directory's 9p mount, would write at an offset of its own.
+	RPCRDMA_RS_RUN_DIR=$RUN_DIR RPCRDMA_RS_STDERR_DIR=$RUN_DIR/tap \
+		make -s --no-print-directory -C "$ksft" TARGETS=rpcrdma_rs TEST_PROGS="$t" run_tests \
+		2>>"$RUN_DIR/tap/$t.err" | cat >"$RUN_DIR/tap/$t.ksft"
+	rc=$(ksft_result "$t" <"$RUN_DIR/tap/$t.ksft")
+	ksft_unwrap "$t" <"$RUN_DIR/tap/$t.ksft" >"$RUN_DIR/tap/$t.tap"
 	# The seconds each test took, for the run's time budget.
-	echo "$t exit $? $((SECONDS - start))" >>"$RUN_DIR/tap/status"
+	echo "$t exit $rc $((SECONDS - start))" >>"$RUN_DIR/tap/status"
 	# The kernel's rpcrdma must never load in an rpcrdma_rs run; the
 	# harness fails the run, naming the tests after which it was loaded.
 	if [ "$TRANSPORT" = rs ] && [ -e /sys/module/rpcrdma ]; then
@@ -54,7 +70,7 @@ for t in $TESTS; do
 	# A test that ran out of time may leave mounts behind: they would
 	# change what the next test sees.
 	umount -a -f -l -t nfs,nfs4 2>/dev/null
-	cat "$RUN_DIR/tap/$t.tap"
+	cat "$RUN_DIR/tap/$t.ksft"
 	set -x
 done
 

@@ -65,7 +65,7 @@
 RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
-PEER=$(cd "$SELFTEST_DIR/../.." && pwd)/rust/peer/target/release/rpcrdma-peer
+PEER=$SOURCE_TOP/rust/peer/target/release/rpcrdma-peer
 PORT=20050
 LOG_DIR=$RUN_DIR/hostile_peer
 CLIENT_LOG=$LOG_DIR/client.log

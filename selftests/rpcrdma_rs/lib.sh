@@ -3,20 +3,63 @@
 # Sourced by the guest scripts and the tests, never run.
 
 SELFTEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# The harness writes the run's parameters here (see scripts/harness.sh).
-: "${RUN_DIR:?RUN_DIR must name the run directory shared with the host}"
+
+# TAP through the kernel's own helpers (KTAP, KSFT_SKIP), from
+# ../kselftest/ as in a kernel tree, an installed kselftest, or an
+# out-of-tree build (the Makefile's TEST_INCLUDES).
+# shellcheck source=/dev/null
+. "$SELFTEST_DIR/../kselftest/ktap_helpers.sh" || {
+	echo "rpcrdma_rs: no kselftest/ktap_helpers.sh beside $SELFTEST_DIR: run from tools/testing/selftests" >&2
+	exit 1
+}
+
+# tap_skip_test CASE REASON: ends a test that cannot run here as skipped,
+# exit status KSFT_SKIP; CASE names it for scripts/harness.sh's
+# known_skips.
+tap_skip_test() {
+	local -
+	set -f
+	ktap_print_header
+	ktap_skip_all "$1: $2"
+	exit "$KSFT_SKIP"
+}
+
+# The run directory describes the server and the run (its "params" file,
+# written by scripts/harness.sh) and carries commands to the server guest
+# (server_run): the guest scripts and bench.sh name it as their argument;
+# a test run by kselftest's runner finds it in RPCRDMA_RS_RUN_DIR.
+RUN_DIR=${RUN_DIR:-${RPCRDMA_RS_RUN_DIR:-}}
+if [ -z "$RUN_DIR" ] || [ ! -r "$RUN_DIR/params" ]; then
+	tap_skip_test "$(basename "$0")" \
+		"no server described: set RPCRDMA_RS_RUN_DIR (Documentation/testing.rst, \"Running the tests as kselftests\")"
+fi
+# shellcheck source=/dev/null
 . "$RUN_DIR/params"
 
-tap_count=0
-tap_failed=0
+# kselftest's make hands its command-line variables (TARGETS, OUTPUT, O...)
+# to every make below it through MAKEFLAGS; none is meant for the makes a
+# test runs (dkms.sh's).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 
-tap_plan() { echo "TAP version 13"; echo "1..$1"; }
-tap_ok() { tap_count=$((tap_count + 1)); echo "ok $tap_count $*"; }
-tap_not_ok() {
-	tap_count=$((tap_count + 1)); tap_failed=$((tap_failed + 1))
-	echo "not ok $tap_count $*"
-}
-tap_skip() { tap_count=$((tap_count + 1)); echo "ok $tap_count $1 # SKIP $2"; }
+# Under the harness, what a test writes to stderr is kept apart from its
+# TAP (kselftest's runner merges the two): the harness fails a test that
+# wrote any.
+if [ -n "${RPCRDMA_RS_STDERR_DIR:-}" ]; then
+	exec 2>>"$RPCRDMA_RS_STDERR_DIR/$(basename "$0").err"
+fi
+
+tap_plan() { ktap_print_header; ktap_set_plan "$1"; }
+# tap_plan_late: the plan of a test that counts its cases as it goes,
+# printed after them (TAP allows either end).
+tap_plan_late() { ktap_set_plan "$((KTAP_TESTNO - 1))"; }
+# ktap_helpers.sh echoes a description unquoted: with globbing off
+# ("local -" restores it), "[fd00:225::1]" or a "?" stays as written
+# rather than matching names in the test's directory.
+tap_ok() { local -; set -f; ktap_test_pass "$*"; }
+tap_not_ok() { local -; set -f; ktap_test_fail "$*"; }
+# tap_skip DESCRIPTION REASON: a skipped case; KTAP's skip line has no
+# room for the reason, so a diagnostic line before it says it.
+tap_skip() { local -; set -f; ktap_print_msg "$1: skipped: $2"; ktap_test_skip "$1"; }
 # tap_check DESCRIPTION COMMAND...: one test case from a command's status,
 # which it returns (so that "if ! tap_check ...; then" sees a failure).
 tap_check() {
@@ -25,16 +68,18 @@ tap_check() {
 	tap_not_ok "$desc"
 	return 1
 }
+# tap_failures: whether a case has failed so far.
+tap_failures() { [ "$KTAP_CNT_FAIL" != 0 ]; }
 tap_diag() { echo "# $*"; }
-tap_exit() { [ "$tap_failed" = 0 ]; exit $?; }
+# tap_exit: ends the test, failed if a case failed or the plan was not
+# kept.
+tap_exit() { ktap_finished; }
 
-# Ends a test that only concerns rpcrdma_rs, as one skipped case, when
-# another transport is under test.
+# Ends a test that only concerns rpcrdma_rs as skipped when another
+# transport is under test.
 require_rs_transport() {
 	[ "$TRANSPORT" = rs ] && return 0
-	tap_plan 1
-	tap_skip "$1" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
-	exit 0
+	tap_skip_test "$1" "tests rpcrdma_rs, and the transport under test is '$TRANSPORT'"
 }
 
 # Ends a test that needs an NFS mount over RDMA, as one failed case, when
@@ -49,6 +94,31 @@ require_rdma_xprt() {
 		tap_not_ok "$1: no rdma transport class registered in sunrpc by transport '$TRANSPORT'"
 	fi
 	exit 1
+}
+
+# ksft_unwrap TEST: the TAP TEST printed, from the output of kselftest's
+# runner (on stdin), which nests it under "# selftests: rpcrdma_rs: TEST",
+# each line behind "# ".
+ksft_unwrap() {
+	awk -v t="$1" '
+		$0 == "# selftests: rpcrdma_rs: " t { on = 1; next }
+		on && $0 ~ "^(not )?ok [0-9]+ selftests: rpcrdma_rs: " { exit }
+		on && $0 == "#" { next }
+		on { sub(/^# /, ""); print }'
+}
+
+# ksft_result TEST: TEST's exit status, as kselftest's runner reported it
+# (on stdin): 0, KSFT_SKIP, 124 for its timeout, or "none" when it
+# reported none.
+ksft_result() {
+	awk -v t="$1" -v skip="$KSFT_SKIP" '
+		index($0, " selftests: rpcrdma_rs: " t) && $0 ~ "^(not )?ok [0-9]+ " {
+			if ($1 == "ok") rc = ($0 ~ /# SKIP$/) ? skip : 0
+			else if (match($0, /# exit=[0-9]+$/)) rc = substr($0, RSTART + 7)
+			else if ($0 ~ /# TIMEOUT/) rc = 124
+			else rc = "none"
+		}
+		END { print (rc == "" ? "none" : rc) }'
 }
 
 # The network interface with the given MAC address.

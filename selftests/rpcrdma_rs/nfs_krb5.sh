@@ -642,7 +642,7 @@ for sec in krb5i krb5p; do
 	fi
 done
 
-[ "$tap_failed" = 0 ] || diagnose
+! tap_failures || diagnose
 torn_down=1
 tap_check "client: rpc.gssd stopped, rpc_pipefs unmounted, /etc restored" client_teardown
 tap_check "server: KDC and rpc.svcgssd stopped, /etc and export restored, nfsd on rdma 20049" \

@@ -44,7 +44,7 @@ if ! [[ $MINUTES =~ ^[1-9][0-9]*$ ]]; then
 	tap_not_ok "SOAK_MINUTES is a whole number of minutes, not '$MINUTES'"
 	exit 1
 fi
-echo "TAP version 13"
+ktap_print_header
 
 # What each fio job writes and reads back, in KiB.
 SEQ_DIRECT_KIB=16384
@@ -496,5 +496,5 @@ tap_diag "soak: $round rounds in $elapsed s (of $((MINUTES * 60)) s asked), $pas
 tap_diag "soak: $((verified_kib / 1024)) MiB written and read back verified by fio, $files_verified small files verified"
 tap_diag "soak: $reconnected reconnects (mountstats connect counts); $injected_rounds rounds of injected disconnects," \
 	"$restart_rounds nfsd restarts, $under_io of $round under running fio"
-echo "1..$tap_count"
+tap_plan_late
 tap_exit

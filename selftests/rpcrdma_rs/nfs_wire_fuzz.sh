@@ -38,12 +38,10 @@ RUN_DIR=$1
 . "$(dirname "$0")/lib.sh"
 
 if [ "$TRANSPORT" = c ] && [ "${WIRE_FUZZ_C:-0}" != 1 ]; then
-	tap_plan 1
-	tap_skip "live wire fuzzing" "the C client is fuzzed by scripts/test.sh --wire-fuzz only"
-	exit 0
+	tap_skip_test "live wire fuzzing" "the C client is fuzzed by scripts/test.sh --wire-fuzz only"
 fi
 
-PEER=$(cd "$SELFTEST_DIR/../.." && pwd)/rust/peer/target/release/rpcrdma-peer
+PEER=$SOURCE_TOP/rust/peer/target/release/rpcrdma-peer
 PORT=20060
 LOG_DIR=$RUN_DIR/nfs_wire_fuzz
 CLIENT_LOG=$LOG_DIR/client.log
