@@ -5,8 +5,9 @@
 #
 # RPCRDMA_RS_TEST_HOOKS=y compiles in the test hooks as well: the debugfs
 # connection probe (rust/xprt/probe.rs, /sys/kernel/debug/rpcrdma_rs/connect),
-# the reply-order witness, and four module parameters, ignore_peer_private,
-# chain_cut_every, chain_cuts and fail_connects, which the selftests drive.  scripts/build-module.sh sets it
+# the reply-order witness, and five module parameters, ignore_peer_private,
+# chain_cut_every, chain_cuts, fail_connects and fail_maps, which the
+# selftests drive.  scripts/build-module.sh sets it
 # for the test guests; a plain `make` builds the module without them, as
 # users should.
 # Switching it rebuilds the crate (kbuild compares the rustc command line).

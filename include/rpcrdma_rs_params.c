@@ -121,34 +121,42 @@ module_param_named(chain_cuts, rpcrdma_rs_chain_cuts, uint, 0444);
 MODULE_PARM_DESC(chain_cuts, "Test hook: posts failed so far");
 
 /*
- * A test hook: the next fail_connects connection attempts fail at once
- * with ENOMEM, as one whose allocations failed would, so that what sunrpc
- * is told of such a failure can be tested deterministically.
+ * Test hooks that fail the next N of something, so that what follows such
+ * a failure can be tested deterministically: each is an atomic_t count,
+ * set from user space, taken one at a time.
  */
-static atomic_t rpcrdma_rs_fail_connects = ATOMIC_INIT(0);
-
-static int rpcrdma_rs_fail_connects_set(const char *val,
-					const struct kernel_param *kp)
+static int rpcrdma_rs_fail_count_set(const char *val,
+				     const struct kernel_param *kp)
 {
+	atomic_t *count = kp->arg;
 	int n, rc = kstrtoint(val, 0, &n);
 
 	if (rc || n < 0)
 		return rc ? rc : -EINVAL;
-	atomic_set(&rpcrdma_rs_fail_connects, n);
+	atomic_set(count, n);
 	return 0;
 }
 
-static int rpcrdma_rs_fail_connects_get(char *buf,
-					const struct kernel_param *kp)
+static int rpcrdma_rs_fail_count_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%d\n", atomic_read(&rpcrdma_rs_fail_connects));
+	atomic_t *count = kp->arg;
+
+	return sysfs_emit(buf, "%d\n", atomic_read(count));
 }
 
-static const struct kernel_param_ops rpcrdma_rs_fail_connects_ops = {
-	.set = rpcrdma_rs_fail_connects_set,
-	.get = rpcrdma_rs_fail_connects_get,
+static const struct kernel_param_ops rpcrdma_rs_fail_count_ops = {
+	.set = rpcrdma_rs_fail_count_set,
+	.get = rpcrdma_rs_fail_count_get,
 };
-module_param_cb(fail_connects, &rpcrdma_rs_fail_connects_ops, NULL, 0644);
+
+/*
+ * The next fail_connects connection attempts fail at once with ENOMEM, as
+ * one whose allocations failed would.
+ */
+static atomic_t rpcrdma_rs_fail_connects = ATOMIC_INIT(0);
+module_param_cb(fail_connects, &rpcrdma_rs_fail_count_ops,
+		&rpcrdma_rs_fail_connects, 0644);
+__MODULE_PARM_TYPE(fail_connects, "int");
 MODULE_PARM_DESC(fail_connects,
 		 "Test hook: fail the next N connection attempts with ENOMEM (default 0)");
 
@@ -156,6 +164,23 @@ MODULE_PARM_DESC(fail_connects,
 bool rpcrdma_rs_param_fail_connect(void)
 {
 	return atomic_add_unless(&rpcrdma_rs_fail_connects, -1, 0);
+}
+
+/*
+ * The next fail_maps regions to be mapped for an RPC's chunks fail as a
+ * DMA mapping does (EIO), before that region is mapped.
+ */
+static atomic_t rpcrdma_rs_fail_maps = ATOMIC_INIT(0);
+module_param_cb(fail_maps, &rpcrdma_rs_fail_count_ops, &rpcrdma_rs_fail_maps,
+		0644);
+__MODULE_PARM_TYPE(fail_maps, "int");
+MODULE_PARM_DESC(fail_maps,
+		 "Test hook: fail the next N mappings of a chunk's region with EIO (default 0)");
+
+/* True, taking one, while mappings are to fail. */
+bool rpcrdma_rs_param_fail_map(void)
+{
+	return atomic_add_unless(&rpcrdma_rs_fail_maps, -1, 0);
 }
 
 /* -1: post as usual; else how many work requests to take, of @nregs + 1. */

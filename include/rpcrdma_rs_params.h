@@ -5,6 +5,7 @@
  * Rust reads them through rust/sunrpc/params.rs.  Each returns the value
  * now: a write through /sys/module/rpcrdma_rs/parameters/ may change it
  * at any time, and what reads it uses it for one transport or connection.
+ * The test hooks' fail_* counts are taken one at a time instead.
  */
 #ifndef RPCRDMA_RS_PARAMS_H
 #define RPCRDMA_RS_PARAMS_H
@@ -18,6 +19,7 @@ unsigned int rpcrdma_rs_param_slot_table_entries(void);
 bool rpcrdma_rs_param_ignore_peer_private(void);
 int rpcrdma_rs_param_chain_cut(u32 nregs);
 bool rpcrdma_rs_param_fail_connect(void);
+bool rpcrdma_rs_param_fail_map(void);
 #endif
 
 #endif /* RPCRDMA_RS_PARAMS_H */

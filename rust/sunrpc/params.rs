@@ -4,7 +4,8 @@
 //! `/proc/sys/sunrpc/rdma_*` sysctls: the C file declares them, keeps them
 //! within C's bounds, and shows them in `/sys/module/rpcrdma_rs/parameters/`.
 //! Each function here returns the value now: it may change between two
-//! calls, so a caller reads it once for what it sets up.
+//! calls, so a caller reads it once for what it sets up. The test hooks'
+//! `fail_*` take one from their count instead.
 
 use crate::bindings;
 
@@ -40,6 +41,13 @@ pub(crate) fn ignore_peer_private() -> bool {
     unsafe { bindings::rpcrdma_rs_param_ignore_peer_private() }
 }
 
+/// Without the test hooks there is no such parameter: the server's private
+/// data always counts.
+#[cfg(not(rpcrdma_rs_test_hooks))]
+pub(crate) fn ignore_peer_private() -> bool {
+    false
+}
+
 /// A test hook: true, taking one, while the next connection attempts are
 /// to fail as for want of memory (`fail_connects`).
 #[cfg(rpcrdma_rs_test_hooks)]
@@ -54,9 +62,16 @@ pub(crate) fn fail_connect() -> bool {
     false
 }
 
-/// Without the test hooks there is no such parameter: the server's private
-/// data always counts.
+/// A test hook: true, taking one, while the next mappings of a chunk's
+/// region are to fail as a DMA mapping does (`fail_maps`).
+#[cfg(rpcrdma_rs_test_hooks)]
+pub(crate) fn fail_map() -> bool {
+    // SAFETY: An atomic update of the parameter; no precondition.
+    unsafe { bindings::rpcrdma_rs_param_fail_map() }
+}
+
+/// Without the test hooks no mapping is failed on purpose.
 #[cfg(not(rpcrdma_rs_test_hooks))]
-pub(crate) fn ignore_peer_private() -> bool {
+pub(crate) fn fail_map() -> bool {
     false
 }

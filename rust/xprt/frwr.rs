@@ -67,7 +67,7 @@ use crate::{
         post_local_invs, Mapped, Mr, MrHandler, MrKey, Piece, RegChain, RemoteInvalidation,
         MAX_CHAIN, MAX_INV_CHAIN,
     },
-    sunrpc,
+    sunrpc::{self, params},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -390,6 +390,8 @@ impl<H: MrHandler> Regions<H> {
             let index = self.pop_free().ok_or(EAGAIN)?;
             let i = usize::try_from(index)?;
             let mapped = match self.mr(i) {
+                // The test hooks can fail it as a DMA mapping fails.
+                Some(_) if params::fail_map() => Err(EIO),
                 Some((mr, key)) => mr.map(key, run, writing, rec.xid),
                 None => Err(EINVAL),
             };

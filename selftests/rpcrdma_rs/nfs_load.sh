@@ -820,13 +820,19 @@ done
 # 4 MiB written and read back with O_DIRECT must come through right, both
 # attempts used up and the connection count grown. Deterministic, where
 # fail_page_alloc leaves to chance whether a reconnect's allocation fails.
+# The trace shows the backoff: the connect op's events (op_connect) with
+# the delay sunrpc asked for, no delay for the first two attempts (the
+# injected loss keeps none, and the first failure has earned none yet),
+# then one (the third, after two failures), and the one connection made
+# (connect, result=0) after it.
 failed_connects() {
-	local p=/sys/module/rpcrdma_rs/parameters/fail_connects before after left sum got rc=0
+	local p=/sys/module/rpcrdma_rs/parameters/fail_connects before after left sum got rc=0 seq
 	[ -w "$p" ] || { tap_diag "no $p (the test-hook build has it)"; return 1; }
 	before=$(mountstats_field "$mntf" 3)
 	head -c 4M /dev/urandom >"$scratch/fc.bin"
 	sum=$(expected "$(sha256sum <"$scratch/fc.bin" | cut -d' ' -f1)")
-	echo 2 >"$p" && arm_disconnect || { echo 0 >"$p"; tap_diag "could not arm the hook or the disconnect"; return 1; }
+	trace_start rpcrdma_rs_load_fc op_connect connect || { tap_diag "no trace of the reconnects"; rc=1; }
+	echo 2 >"$p" && arm_disconnect || { echo 0 >"$p"; trace_stop; tap_diag "could not arm the hook or the disconnect"; return 1; }
 	if ! timeout -s KILL 180 dd if="$scratch/fc.bin" of="$mntf/fc.bin" bs=1M oflag=direct \
 		status=none 2>>"$log"; then
 		tap_diag "writing 4 MiB on the hard mount failed: $(tail -1 "$log")"
@@ -838,13 +844,21 @@ failed_connects() {
 	echo 0 >"$fail_sunrpc/times"
 	rm -f "$mntf/fc.bin"
 	after=$(mountstats_field "$mntf" 3)
-	tap_diag "failed connects: connections $before before, $after after; attempts left to fail: $left"
+	trace_complete || rc=1
+	# Each event as "O<delay_ms>" or "C<result>", in order, to the server.
+	seq=$(sed -n -e "s/^.* rpcrdma_rs_op_connect: peer=$SERVER_IP4 delay_ms=\([0-9]*\)$/O\1/p" \
+		-e "s/^.* rpcrdma_rs_connect: peer=$SERVER_IP4 device=[^ ]* result=\(-\{0,1\}[0-9]*\) .*$/C\1/p" \
+		"$trace_inst/trace" 2>/dev/null | tr '\n' ' ')
+	trace_stop
+	tap_diag "failed connects: connections $before before, $after after; attempts left to fail: $left; traced: $seq"
+	[[ $seq =~ ^O0\ O0\ O[1-9][0-9]*\ C0\ $ ]] ||
+		{ tap_diag "the trace is not two attempts without delay, one after a delay, one connection made"; rc=1; }
 	[ "$left" = 0 ] || { tap_diag "the attempts to fail were not all made"; rc=1; }
 	[ "${after:-0}" -gt "${before:-0}" ] 2>/dev/null || { tap_diag "no reconnect"; rc=1; }
 	[ "$got" = "$sum" ] || { tap_diag "fc.bin: read $got, wrote $sum"; rc=1; }
 	return $rc
 }
-D_FAILED_CONNECTS="two reconnects failed for want of memory (fail_connects): the hard mount's 4 MiB written and read back right"
+D_FAILED_CONNECTS="two reconnects failed for want of memory (fail_connects), the backoff traced: the hard mount's 4 MiB written and read back right"
 if [ "$fault_ok" = 0 ]; then
 	not_run "not mounted" "$D_FAILED_CONNECTS"
 elif [ "$TRANSPORT" != rs ]; then

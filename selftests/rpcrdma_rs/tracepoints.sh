@@ -10,9 +10,10 @@
 # both after a disconnect injected through fail_sunrpc and at unmount;
 # every Call marshalled (how it and its Reply go) with each chunk segment
 # it advertised, and every reply. A healthy mount traces no reply, work
-# completion, mapping or memory registration error. (The backchannel's
-# events are checked by nfs_load.sh, a failed Receive's by
-# hostile_peer.sh.)
+# completion, mapping or memory registration error; a region that cannot
+# be mapped (the test hook fail_maps) traces the one. (The backchannel's
+# events and the reconnect backoff are checked by nfs_load.sh, a failed
+# Receive's by hostile_peer.sh.)
 # The events are read from a tracefs instance of the test's own, so the
 # global trace buffer is left alone; the instance goes at the end.
 RUN_DIR=$1
@@ -42,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
-tap_plan 13
+tap_plan 14
 
 # rs_transports_gone: no rpcrdma_rs transport is left (an earlier test's
 # may still be being destroyed), so that every event traced here is this
@@ -293,6 +294,40 @@ no_errors_traced() {
 	return "$rc"
 }
 
+# map_failed: a chunk's region that cannot be mapped (fail_maps fails it
+# as a DMA mapping fails) fails its RPC with EIO, as the C transport's
+# frwr_map does: the write fails, one map_error event names the server,
+# an XID and -EIO, mountstats' failed_marshal_count (field 19) grows by
+# one, and the mount goes on (the same write then reads back intact).
+map_failed() {
+	local p=/sys/module/rpcrdma_rs/parameters/fail_maps before after left l rc=0
+	[ -w "$p" ] || { tap_diag "no $p (the test-hook build has it)"; return 1; }
+	nfs_mount 3 "$mnt" 2>>"$log" || { tap_diag "the mount failed"; return 1; }
+	trace_start rpcrdma_rs_selftest_map map_error || return 1
+	before=$(mountstats_field "$mnt" 19)
+	echo 1 >"$p"
+	if dd if="$data" of="$mnt/map.bin" bs=64k oflag=direct status=none 2>>"$log"; then
+		tap_diag "the write went through, its region's mapping failed"
+		rc=1
+	fi
+	read -r left <"$p"
+	echo 0 >"$p"
+	[ "$left" = 0 ] || { tap_diag "no region was mapped"; rc=1; }
+	after=$(mountstats_field "$mnt" 19)
+	trace_complete || rc=1
+	l=$(trace_events map_error | tr '\n' ' ')
+	tap_diag "map_error events: ${l:-none}; failed_marshal_count $before, then $after"
+	[[ $l =~ ^peer=$SERVER_IP4\ xid=0x[0-9a-f]{8}\ result=-5\ $ ]] ||
+		{ tap_diag "not one map_error for the server with -EIO"; rc=1; }
+	[ "$((after - before))" = 1 ] 2>/dev/null || { tap_diag "failed_marshal_count did not grow by one"; rc=1; }
+	{ dd if="$data" of="$mnt/map.bin" bs=64k oflag=direct status=none && drop_caches &&
+		cmp "$data" "$mnt/map.bin"; } 2>>"$log" || { tap_diag "the next write did not read back intact"; rc=1; }
+	rm -f "$mnt/map.bin" 2>>"$log"
+	trace_stop
+	unmount || rc=1
+	return "$rc"
+}
+
 setup() { rs_transports_gone && trace_start rpcrdma_rs_selftest; }
 unmount() { timeout -s KILL 60 umount "$mnt" >>"$log" 2>&1; }
 tap_check "tracefs instance with the rpcrdma_rs events enabled, no transport left from before" setup
@@ -307,7 +342,8 @@ if ! tap_check "NFSv3 mount over rdma" nfs_mount 3 "$mnt" 2>>"$log"; then
 		"op_connect events: one before each connection attempt, the first with no delay" \
 		"marshal and chunk events: every Call and each segment it advertised" \
 		"reply events: one for every Call, with the grant" \
-		"no reply_error, mr_error, wc_error or map_error events"; do
+		"no reply_error, mr_error, wc_error or map_error events" \
+		"a region that fails to map: the RPC fails with EIO, map_error traced, failed_marshal_count grows, the mount goes on"; do
 		tap_not_ok "$c (not mounted)"
 	done
 	tap_exit
@@ -332,4 +368,7 @@ tap_check "marshal and chunk events: every Call and each segment it advertised" 
 tap_check "reply events: one for every Call, with the grant" replies_traced
 tap_check "no reply_error, mr_error, wc_error or map_error events" no_errors_traced
 grep ' rpcrdma_rs_' "$trace_inst/trace" >"$LOG_DIR/trace.txt" 2>>"$log"
+trace_stop
+tap_check "a region that fails to map: the RPC fails with EIO, map_error traced, failed_marshal_count grows, the mount goes on" \
+	map_failed
 tap_exit
