@@ -3,14 +3,16 @@
 //! Command line: where to listen, what private data to send, and which
 //! fault to inject when.
 
+use crate::transport::Serve;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
 usage: rpcrdma-peer --listen ADDR:PORT [options]
 
-A userspace RPC-over-RDMA version 1 responder serving NFSv3 from a tiny
-in-memory directory, which misbehaves on purpose when told to.
+A userspace RPC-over-RDMA responder (version 1; version 2, the draft, with
+--version 2) serving NFSv3 from a tiny in-memory directory, which
+misbehaves on purpose when told to.
 
 Options:
   --listen ADDR:PORT      address to listen on (e.g. 0.0.0.0:20050, [::]:20050)
@@ -18,6 +20,12 @@ Options:
                             ok (default), none, bad-magic, version-2,
                             sizes-0, sizes-max, rinv-off, offset
   --inline BYTES          Send and Receive sizes advertised (default 4096)
+  --version N             the highest RPC-over-RDMA version served: 1
+                          (default: a version 2 Call gets ERR_VERS, as
+                          from the Linux server) or 2 (version 2 Calls
+                          answered in version 2, version 1 Calls in
+                          version 1; no --fault, --fuzz or --fuzz-file
+                          yet)
   --credits N             credit grant in every reply (default 32)
   --hold-replies MS       hold each reply until MS milliseconds after its
                           Call arrived, then send in arrival order, so a
@@ -58,7 +66,8 @@ Options:
 Cases: with --fault-file the peer reads PATH at each connection request
 and every 100 ms. Its one line is a case: NAME, then any of
 --private-data, --inline, --credits, --hold-replies, --shrink-to,
---no-send-inv, --fault, --on, --after, --times and --frwr-delay-ms.
+--no-send-inv, --fault, --on, --after, --times, --frwr-delay-ms and
+--version.
 Once the text differs from the text last applied, the peer takes the
 case (what the line leaves out takes its default, not this command
 line's), logs the credits line of each connection it had, disconnects
@@ -339,6 +348,8 @@ pub struct Options {
     pub fault_file: Option<PathBuf>,
     pub fuzz: Option<FuzzOptions>,
     pub fuzz_file: Option<PathBuf>,
+    /// --version: the versions served.
+    pub serve: Serve,
 }
 
 /// What parsing produced: options to run with, or a request for help.
@@ -373,6 +384,7 @@ impl Options {
             fault_file: None,
             fuzz: None,
             fuzz_file: None,
+            serve: Serve::One,
         }
     }
 }
@@ -427,6 +439,7 @@ fn apply<I: IntoIterator<Item = String>>(
             "--rate",
             "--only",
             "--fuzz-file",
+            "--version",
         ];
         if !WITH_VALUE.contains(&flag.as_str()) {
             return Err(format!("unknown option {flag}"));
@@ -450,6 +463,13 @@ fn apply<I: IntoIterator<Item = String>>(
                 }
             }
             "--credits" => o.credits = number(&flag, &v)?,
+            "--version" => {
+                o.serve = match v.as_str() {
+                    "1" => Serve::One,
+                    "2" => Serve::Two,
+                    _ => return Err(format!("--version: 1 or 2, not '{v}'")),
+                }
+            }
             "--hold-replies" => o.hold_replies = Some(number(&flag, &v)?),
             "--shrink-to" => o.shrink_to = Some(number(&flag, &v)?),
             "--fault" => {
@@ -506,6 +526,10 @@ fn apply<I: IntoIterator<Item = String>>(
     }
     if o.fault == Some(Fault::ShrinkCredits) && o.shrink_to.is_none() {
         return Err("--fault shrink-credits needs --shrink-to N".into());
+    }
+    // The faults and the fuzzer rewrite version 1 headers word by word.
+    if o.serve == Serve::Two && (o.fault.is_some() || o.fuzz.is_some() || o.fuzz_file.is_some()) {
+        return Err("--version 2 takes no --fault, --fuzz or --fuzz-file yet".into());
     }
     Ok(false)
 }
@@ -690,6 +714,31 @@ mod tests {
         assert_eq!(o.private_data, PrivateDataMode::SizesMax);
         assert!(!o.send_inv);
         assert_eq!(parse(args("-h")).unwrap(), Parsed::Help);
+    }
+
+    #[test]
+    fn versions() {
+        let Parsed::Run(o) = parse(args("--listen 1.2.3.4:5")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.serve, Serve::One);
+        let Parsed::Run(o) = parse(args("--listen 1.2.3.4:5 --version 2")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(o.serve, Serve::Two);
+        assert!(parse(args("--listen 1.2.3.4:5 --version 3")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --version 2 --fault silence")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --version 2 --fuzz 7")).is_err());
+        assert!(parse(args("--listen 1.2.3.4:5 --version 2 --fuzz-file /tmp/f")).is_err());
+        // Per case, as --credits.
+        let Parsed::Run(run) = parse(args("--listen 1.2.3.4:5 --fault-file /tmp/c")).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            parse_case(&run, "v2 --version 2\n").unwrap().opts.serve,
+            Serve::Two
+        );
     }
 
     #[test]

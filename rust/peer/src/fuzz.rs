@@ -586,6 +586,8 @@ mod tests {
     fn call(xid: u32) -> Call {
         Call {
             xid,
+            version: 1,
+            inv_handle: 0,
             nomsg: false,
             read_chunks: Vec::new(),
             write_chunks: Vec::new(),

@@ -17,6 +17,7 @@ use cli::{Fault, Options, Parsed, PrivateDataMode, Trigger};
 use credits::CreditBook;
 use fuzz::{Fuzzer, Mutation};
 use rpcrdma_proto::proto::header::{self, DecodeLimits};
+use rpcrdma_proto::proto::header2::{self, Error2};
 use rpcrdma_proto::proto::private_data::{self, LocalSettings, PrivateData};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,6 +276,9 @@ impl Peer {
         }
         if let Some(n) = o.shrink_to {
             extra += &format!(" shrink_to={n}");
+        }
+        if o.serve == transport::Serve::Two {
+            extra += " version=2";
         }
         event!(
             "case name={} private_data={:?} fault={} on={} after={} times={} send_inv={} credits={} inline={} disconnecting={old}{extra}",
@@ -623,7 +627,7 @@ fn handle(
     if msg.invalidated {
         event!("unexpected-invalidation peer={}", s.conn.peer);
     }
-    let call = match transport::parse_call(&msg.data) {
+    let call = match transport::parse_call_as(&msg.data, opts.serve) {
         Ok(c) => c,
         Err(Refused::Short) => {
             event!("call-refused reason=short len={}", msg.data.len());
@@ -633,11 +637,18 @@ fn handle(
             event!("call-refused reason={e:?}");
             return;
         }
-        Err(Refused::Error { xid, error }) => {
+        Err(Refused::Error { xid, vers, error }) => {
             arrive(s, xid, msg.arrived);
-            event!("call-refused xid={xid:#010x} answer={error:?}");
-            let send = transport::error_reply(xid, s.limits.credits, error);
-            queue_plain(s, xid, send, msg.arrived);
+            event!("call-refused xid={xid:#010x} vers={vers} answer={error:?}");
+            let send = transport::error_reply_as(xid, vers, s.limits.credits, error);
+            queue_plain(s, xid, send, 1, msg.arrived);
+            return;
+        }
+        Err(Refused::Error2 { xid, error }) => {
+            arrive(s, xid, msg.arrived);
+            event!("call-refused xid={xid:#010x} vers=2 answer={error:?}");
+            let send = transport::error_reply_2(xid, s.limits.credits, &error);
+            queue_plain(s, xid, send, 2, msg.arrived);
             return;
         }
     };
@@ -664,8 +675,12 @@ fn handle(
             "call-refused xid={:#010x} reason=read-chunk-position",
             call.xid
         );
-        let send = transport::error_reply(call.xid, s.limits.credits, transport_err_chunk());
-        queue_plain(s, call.xid, send, msg.arrived);
+        let send = if call.version == 2 {
+            transport::error_reply_2(call.xid, s.limits.credits, &Error2::BadXdr)
+        } else {
+            transport::error_reply(call.xid, s.limits.credits, transport_err_chunk())
+        };
+        queue_plain(s, call.xid, send, call.version, msg.arrived);
         return;
     };
     let info = nfs::peek(&whole);
@@ -1158,7 +1173,7 @@ fn execute_reply(s: &mut Served, out: &transport::Outgoing, xid: u32) -> bool {
     match result {
         Ok(None) => {
             if out.sends > 0 {
-                if let Some(grant) = grant_taken(&out.send, xid) {
+                if let Some(grant) = grant_taken(&out.send, xid, out.version) {
                     s.book.granted(grant, Instant::now());
                 }
             }
@@ -1179,8 +1194,13 @@ fn execute_reply(s: &mut Served, out: &transport::Outgoing, xid: u32) -> bool {
 }
 
 /// The grant a Reply carries, if the client can take it: a transport
-/// header that decodes, with the Call's XID.
-fn grant_taken(send: &[u8], xid: u32) -> Option<u32> {
+/// header that decodes, in the version of the Call (`version`), with the
+/// Call's XID.
+fn grant_taken(send: &[u8], xid: u32, version: u32) -> Option<u32> {
+    if version == 2 {
+        let (h, _) = header2::decode(send, &DecodeLimits::REPLY).ok()?;
+        return (h.xid == xid).then_some(h.credit);
+    }
     let (h, _) = header::decode(send, &DecodeLimits::REPLY).ok()?;
     (h.xid == xid).then_some(h.credit)
 }
@@ -1191,10 +1211,11 @@ fn transport_err_chunk() -> rpcrdma_proto::proto::header::RdmaError {
 
 /// Queues a transport header on its own (an RDMA_ERROR) as the Reply to
 /// `xid`.
-fn queue_plain(s: &mut Served, xid: u32, send: Vec<u8>, arrived: Instant) {
+fn queue_plain(s: &mut Served, xid: u32, send: Vec<u8>, version: u32, arrived: Instant) {
     let out = transport::Outgoing {
         send,
         sends: 1,
+        version,
         ..Default::default()
     };
     s.queue.push_back(Pending {
@@ -1308,6 +1329,39 @@ fn main() {
 mod tests {
     use super::*;
 
+    #[test]
+    fn grants_are_read_in_the_replys_version() {
+        use rpcrdma_proto::proto::header::{MsgProc, RdmaError, Segment};
+        let mut v2 = vec![0; 64];
+        let n = header2::encode_chunked(
+            &mut v2,
+            7,
+            12,
+            MsgProc::Msg,
+            header2::Direction::Reply,
+            0,
+            [],
+            std::iter::empty::<[Segment; 0]>(),
+            None::<[Segment; 0]>,
+        )
+        .unwrap();
+        assert_eq!(grant_taken(&v2[..n], 7, 2), Some(12));
+        assert_eq!(grant_taken(&v2[..n], 8, 2), None);
+        assert_eq!(
+            grant_taken(&transport::error_reply_2(7, 5, &Error2::System), 7, 2),
+            Some(5)
+        );
+        let vers = RdmaError::Vers { low: 1, high: 1 };
+        assert_eq!(
+            grant_taken(&transport::error_reply_as(7, 2, 3, vers), 7, 1),
+            Some(3)
+        );
+        assert_eq!(
+            grant_taken(&transport::error_reply(7, 4, vers), 7, 1),
+            Some(4)
+        );
+    }
+
     fn opts() -> Options {
         let Parsed::Run(o) = cli::parse(["--listen".into(), "0.0.0.0:1".into()]).unwrap() else {
             panic!()
@@ -1400,13 +1454,13 @@ mod tests {
     #[test]
     fn replies_the_client_can_take_set_the_grant() {
         let ok = transport::error_reply(0x1234, 7, transport_err_chunk());
-        assert_eq!(grant_taken(&ok, 0x1234), Some(7));
+        assert_eq!(grant_taken(&ok, 0x1234, 1), Some(7));
         // Another XID, or a header that does not decode: not taken.
-        assert_eq!(grant_taken(&ok, 0x1235), None);
-        assert_eq!(grant_taken(&ok[..12], 0x1234), None);
+        assert_eq!(grant_taken(&ok, 0x1235, 1), None);
+        assert_eq!(grant_taken(&ok[..12], 0x1234, 1), None);
         let mut bad = ok.clone();
         bad[7] = 2;
-        assert_eq!(grant_taken(&bad, 0x1234), None);
+        assert_eq!(grant_taken(&bad, 0x1234, 1), None);
     }
 
     #[test]
@@ -1430,6 +1484,8 @@ mod tests {
         };
         let call = transport::Call {
             xid: 1,
+            version: 1,
+            inv_handle: 0,
             nomsg: false,
             read_chunks: vec![transport::ReadChunk {
                 position: 0,

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The responder's side of RPC-over-RDMA version 1 (RFC 8166), without
-//! the verbs: decoding a Call's transport header, putting the Call back
-//! together from its Read chunks, choosing how the Reply goes back, and
-//! spoiling that Reply when a fault is due. The result is a list of RDMA
-//! operations for `verbs.rs` to carry out, so all of it is testable here.
+//! The responder's side of RPC-over-RDMA version 1 (RFC 8166), and of
+//! version 2 (the draft) with `--version 2`, without the verbs: decoding a
+//! Call's transport header, putting the Call back together from its Read
+//! chunks, choosing how the Reply goes back, and spoiling that Reply when
+//! a fault is due. The result is a list of RDMA operations for `verbs.rs`
+//! to carry out, so all of it is testable here.
 
 use crate::cli::Fault;
 use crate::nfs::Reply;
 use rpcrdma_proto::proto::header::{
-    self, Body, DecodeError, DecodeLimits, EncodeError, MsgProc, RdmaError, Segment, FIXED_LEN,
-    MIN_HEADER_LEN,
+    self, Body, ChunkLists, DecodeError, DecodeLimits, EncodeError, MsgProc, RdmaError, Segment,
+    FIXED_LEN, MIN_HEADER_LEN,
+};
+use rpcrdma_proto::proto::header2::{
+    self, Body2, DecodeError2, Direction, Error2, PropForm, RPCRDMA_VERSION_2,
 };
 use rpcrdma_proto::proto::xdr::xdr_pad_size;
 use rpcrdma_proto::proto::RPCRDMA_VERSION;
@@ -32,10 +36,26 @@ impl ReadChunk {
     }
 }
 
+/// The versions the peer serves (`--version`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Serve {
+    /// Version 1 only: a version 2 Call gets ERR_VERS, as from the Linux
+    /// server.
+    #[default]
+    One,
+    /// Version 2, and version 1 Calls as they come.
+    Two,
+}
+
 /// A received Call's transport header, and the RPC bytes sent inline.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
     pub xid: u32,
+    /// `rdma_vers`: 1 or 2. The Reply goes in the same version.
+    pub version: u32,
+    /// Version 2's `rdma_inv_handle`: the one handle the Reply may
+    /// invalidate, or 0 (none; always 0 in version 1).
+    pub inv_handle: u32,
     pub nomsg: bool,
     pub read_chunks: Vec<ReadChunk>,
     pub write_chunks: Vec<Vec<Segment>>,
@@ -48,8 +68,15 @@ pub struct Call {
 pub enum Refused {
     /// Too short to carry an XID: nothing can be answered.
     Short,
-    /// Answer with this RDMA_ERROR header.
-    Error { xid: u32, error: RdmaError },
+    /// Answer with this RDMA_ERROR header, its `rdma_vers` the Call's
+    /// (`vers`), as the Linux server does (`svc_rdma_send_error`).
+    Error {
+        xid: u32,
+        vers: u32,
+        error: RdmaError,
+    },
+    /// Answer with this RDMA2_ERROR header.
+    Error2 { xid: u32, error: Error2 },
     /// Something else (an RDMA_ERROR or RDMA_MSG the client should never
     /// send us as a Call): dropped.
     Ignored(DecodeError),
@@ -59,24 +86,45 @@ pub enum Refused {
 /// version we do not speak with ERR_VERS and any other malformed header
 /// with ERR_CHUNK, as section 4.5 says.
 pub fn parse_call(msg: &[u8]) -> Result<Call, Refused> {
+    parse_call_as(msg, Serve::One)
+}
+
+/// [`parse_call`] for a peer serving `serve`: with [`Serve::Two`] a
+/// version 2 Call is decoded as the draft says (section 6.2), and a
+/// malformed one answered with RDMA2_ERR_BAD_XDR, an unknown procedure
+/// with RDMA2_ERR_INVALID_PROC (section 6.2.4), an unknown optional type
+/// with RDMA2_ERR_INVALID_OPTION (section 4.1). The property operations
+/// are not supported yet: answered as an unknown optional type or
+/// procedure, whichever form they came in.
+pub fn parse_call_as(msg: &[u8], serve: Serve) -> Result<Call, Refused> {
     if msg.len() < FIXED_LEN {
         return Err(Refused::Short);
     }
     let xid = u32::from_be_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let vers = u32::from_be_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    if serve == Serve::Two && vers == RPCRDMA_VERSION_2 {
+        return parse_call_2(msg, xid);
+    }
     let (hdr, len) = match header::decode(msg, &DecodeLimits::PERMISSIVE) {
         Ok(d) => d,
         Err(DecodeError::BadVersion(_)) => {
+            let high = match serve {
+                Serve::One => RPCRDMA_VERSION,
+                Serve::Two => RPCRDMA_VERSION_2,
+            };
             return Err(Refused::Error {
                 xid,
+                vers,
                 error: RdmaError::Vers {
                     low: RPCRDMA_VERSION,
-                    high: RPCRDMA_VERSION,
+                    high,
                 },
-            })
+            });
         }
         Err(_) => {
             return Err(Refused::Error {
                 xid,
+                vers,
                 error: RdmaError::Chunk,
             })
         }
@@ -90,28 +138,84 @@ pub fn parse_call(msg: &[u8]) -> Result<Call, Refused> {
             )))
         }
     };
-    Ok(Call {
+    Ok(Call::from_lists(
         xid,
+        RPCRDMA_VERSION,
+        0,
         nomsg,
-        read_chunks: lists
-            .read_list
-            .chunks()
-            .map(|c| ReadChunk {
-                position: c.position(),
-                segments: c.segments().map(|s| s.segment).collect(),
-            })
-            .collect(),
-        write_chunks: lists
-            .write_list
-            .iter()
-            .map(|c| c.iter().collect())
-            .collect(),
-        reply_chunk: lists.reply_chunk.map(|c| c.iter().collect()),
-        inline: msg[len..].to_vec(),
-    })
+        lists,
+        &msg[len..],
+    ))
+}
+
+/// A version 2 Call (section 6.2).
+fn parse_call_2(msg: &[u8], xid: u32) -> Result<Call, Refused> {
+    let refuse = |error| Refused::Error2 { xid, error };
+    let (hdr, len) = header2::decode(msg, &DecodeLimits::PERMISSIVE).map_err(|e| match e {
+        DecodeError2::UnknownProc(_) => refuse(Error2::InvalidProc),
+        _ => refuse(Error2::BadXdr),
+    })?;
+    let (chunks, nomsg) = match &hdr.body {
+        Body2::Msg(c) => (c, false),
+        Body2::NoMsg(c) => (c, true),
+        Body2::Optional(_) | Body2::Prop(_, PropForm::Optional(_)) => {
+            return Err(refuse(Error2::InvalidOption))
+        }
+        Body2::Prop(_, PropForm::Proc) => return Err(refuse(Error2::InvalidProc)),
+        Body2::Error(_) => {
+            return Err(Refused::Ignored(DecodeError::UnknownProc(
+                header2::RDMA2_ERROR,
+            )))
+        }
+    };
+    // A Reply where a Call should be: nothing to answer it with.
+    if chunks.direction != Direction::Call {
+        return Err(Refused::Ignored(DecodeError::UnknownProc(
+            header2::RDMA2_MSG,
+        )));
+    }
+    Ok(Call::from_lists(
+        xid,
+        RPCRDMA_VERSION_2,
+        chunks.inv_handle,
+        nomsg,
+        &chunks.lists,
+        &msg[len..],
+    ))
 }
 
 impl Call {
+    fn from_lists(
+        xid: u32,
+        version: u32,
+        inv_handle: u32,
+        nomsg: bool,
+        lists: &ChunkLists<'_>,
+        inline: &[u8],
+    ) -> Self {
+        Self {
+            xid,
+            version,
+            inv_handle,
+            nomsg,
+            read_chunks: lists
+                .read_list
+                .chunks()
+                .map(|c| ReadChunk {
+                    position: c.position(),
+                    segments: c.segments().map(|s| s.segment).collect(),
+                })
+                .collect(),
+            write_chunks: lists
+                .write_list
+                .iter()
+                .map(|c| c.iter().collect())
+                .collect(),
+            reply_chunk: lists.reply_chunk.map(|c| c.iter().collect()),
+            inline: inline.to_vec(),
+        }
+    }
+
     /// Bytes the Read chunks carry in all.
     pub fn read_len(&self) -> usize {
         self.read_chunks.iter().map(ReadChunk::len).sum()
@@ -149,9 +253,11 @@ impl Call {
         Some(out)
     }
 
-    /// The rkey to invalidate with the Reply's Send: the one handle every
-    /// chunk of the Call uses, if there is exactly one (as the Linux server
-    /// decides, `svc_rdma_get_inv_rkey`).
+    /// The rkey to invalidate with the Reply's Send: in version 1 the one
+    /// handle every chunk of the Call uses, if there is exactly one (as
+    /// the Linux server decides, `svc_rdma_get_inv_rkey`); in version 2
+    /// the handle the Call named in `rdma_inv_handle`, if it is one of
+    /// its own (section 6.2.3), and no other.
     pub fn inv_rkey(&self) -> Option<u32> {
         let mut handles = self
             .read_chunks
@@ -160,6 +266,10 @@ impl Call {
             .chain(self.write_chunks.iter().flatten())
             .chain(self.reply_chunk.iter().flatten())
             .map(|s| s.handle);
+        if self.version == RPCRDMA_VERSION_2 {
+            let named = self.inv_handle;
+            return (named != 0 && handles.any(|h| h == named)).then_some(named);
+        }
         let first = handles.next()?;
         handles.all(|h| h == first).then_some(first)
     }
@@ -212,6 +322,9 @@ pub struct Outgoing {
     /// More `key=value` words for the fault's line: what it did, or why
     /// it did not fire.
     pub fault_words: String,
+    /// The version the Reply is read in: its Call's (0 and 1 both mean
+    /// version 1).
+    pub version: u32,
 }
 
 impl Outgoing {
@@ -243,6 +356,8 @@ pub struct Limits {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Plan {
     xid: u32,
+    /// The Call's version, which the Reply's is.
+    version: u32,
     credit: u32,
     proc: MsgProc,
     write_list: Vec<Vec<Segment>>,
@@ -250,6 +365,34 @@ struct Plan {
     inline: Vec<u8>,
     writes: Vec<RdmaWrite>,
     error: Option<RdmaError>,
+    /// Why the honest Reply did not fit the Call's chunks: version 2
+    /// says it (RDMA2_ERR_WRITE_RESOURCE, RDMA2_ERR_REPLY_RESOURCE) where
+    /// version 1 has only ERR_CHUNK.
+    short: Option<Short>,
+}
+
+/// What the Reply needed that the Call did not offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Short {
+    /// The first Write chunk, this many bytes.
+    Write(usize),
+    /// A Reply chunk, this many bytes.
+    Reply(usize),
+}
+
+impl Short {
+    fn error2(self) -> Error2 {
+        let need = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        match self {
+            Self::Write(n) => Error2::WriteResource {
+                chunk_index: 1,
+                length_needed: need(n),
+            },
+            Self::Reply(n) => Error2::ReplyResource {
+                length_needed: need(n),
+            },
+        }
+    }
 }
 
 /// Which chunk an honest Reply used.
@@ -290,9 +433,11 @@ fn zeroed(segs: &[Segment]) -> Vec<Segment> {
     segs.iter().map(|s| Segment { length: 0, ..*s }).collect()
 }
 
-/// Header length of an RDMA_MSG or RDMA_NOMSG Reply with these lists.
-fn header_len(write_list: &[Vec<Segment>], reply_chunk: Option<&[Segment]>) -> usize {
+/// Header length of an RDMA_MSG or RDMA_NOMSG Reply with these lists,
+/// in `version` (2 adds the direction and `rdma_inv_handle`).
+fn header_len(version: u32, write_list: &[Vec<Segment>], reply_chunk: Option<&[Segment]>) -> usize {
     MIN_HEADER_LEN
+        + if version == RPCRDMA_VERSION_2 { 8 } else { 0 }
         + write_list.iter().map(|c| 8 + 16 * c.len()).sum::<usize>()
         + reply_chunk.map_or(0, |c| 4 + 16 * c.len())
 }
@@ -301,6 +446,7 @@ fn header_len(write_list: &[Vec<Segment>], reply_chunk: Option<&[Segment]>) -> u
 fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
     let mut plan = Plan {
         xid: call.xid,
+        version: call.version,
         credit: lim.credits,
         proc: MsgProc::Msg,
         write_list: call.write_chunks.iter().map(|c| zeroed(c)).collect(),
@@ -308,22 +454,25 @@ fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
         inline: Vec::new(),
         writes: Vec::new(),
         error: None,
+        short: None,
     };
-    let chunk_error = |mut plan: Plan| {
+    let chunk_error = |mut plan: Plan, short: Short| {
         plan.error = Some(RdmaError::Chunk);
+        plan.short = Some(short);
         (plan, Used::Nothing)
     };
+    let whole = Short::Reply(reply.body.len());
     // The READ data goes into the first Write chunk when there is one
     // (RFC 8166, section 3.4.6; the Linux client provides one at most).
     if let (Some(r), Some(chunk)) = (&reply.ddp, call.write_chunks.first()) {
         let Some((writes, returned)) = scatter(&reply.body[r.clone()], chunk) else {
-            return chunk_error(plan);
+            return chunk_error(plan, Short::Write(r.len()));
         };
         plan.write_list[0] = returned;
         plan.writes = writes;
         plan.inline = reply.reduced();
-        if header_len(&plan.write_list, None) + plan.inline.len() > lim.send_limit {
-            return chunk_error(plan);
+        if header_len(call.version, &plan.write_list, None) + plan.inline.len() > lim.send_limit {
+            return chunk_error(plan, whole);
         }
         return (plan, Used::WriteChunk);
     }
@@ -331,14 +480,14 @@ fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
     // size, as the Linux server does (`svc_rdma_sendto`): a Long Reply
     // (section 3.5.3).
     let Some(chunk) = &call.reply_chunk else {
-        if header_len(&plan.write_list, None) + reply.body.len() <= lim.send_limit {
+        if header_len(call.version, &plan.write_list, None) + reply.body.len() <= lim.send_limit {
             plan.inline = reply.body.clone();
             return (plan, Used::Nothing);
         }
-        return chunk_error(plan);
+        return chunk_error(plan, whole);
     };
     let Some((writes, returned)) = scatter(&reply.body, chunk) else {
-        return chunk_error(plan);
+        return chunk_error(plan, whole);
     };
     plan.proc = MsgProc::NoMsg;
     plan.reply_chunk = Some(returned);
@@ -346,7 +495,8 @@ fn honest(call: &Call, reply: &Reply, lim: &Limits) -> (Plan, Used) {
     (plan, Used::ReplyChunk)
 }
 
-/// Length of the longest RDMA_ERROR header (ERR_VERS).
+/// Length of the longest RDMA_ERROR header (ERR_VERS), and of the
+/// longest RDMA2_ERROR (RDMA2_ERR_WRITE_RESOURCE).
 const ERROR_HEADER_LEN: usize = FIXED_LEN + 12;
 
 impl Plan {
@@ -354,9 +504,27 @@ impl Plan {
     /// RDMA_MSG. Fails only when a segment cannot be encoded (its offset
     /// plus length wraps): the buffer is as long as the lists need.
     fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        let len = header_len(&self.write_list, self.reply_chunk.as_deref()).max(ERROR_HEADER_LEN);
+        let len = header_len(self.version, &self.write_list, self.reply_chunk.as_deref())
+            .max(ERROR_HEADER_LEN);
         let mut out = vec![0u8; len];
         let n = match self.error {
+            Some(_) if self.version == RPCRDMA_VERSION_2 => {
+                // Only an honest Reply that did not fit comes here in
+                // version 2 (no fault is planted in it).
+                let e = self.short.map_or(Error2::System, Short::error2);
+                header2::encode_error(&mut out, self.xid, self.credit, &e)
+            }
+            None if self.version == RPCRDMA_VERSION_2 => header2::encode_chunked(
+                &mut out,
+                self.xid,
+                self.credit,
+                self.proc,
+                Direction::Reply,
+                0,
+                [],
+                self.write_list.iter().map(|c| c.iter().copied()),
+                self.reply_chunk.as_ref().map(|c| c.iter().copied()),
+            ),
             Some(e) => header::encode_error(&mut out, self.xid, self.credit, e),
             None => header::encode_chunked(
                 &mut out,
@@ -501,6 +669,7 @@ pub fn respond(call: &Call, reply: &Reply, lim: &Limits, fault: Option<Fault>) -
         (plan, used) = honest(call, &other, lim);
     }
     let mut out = Outgoing {
+        version: call.version,
         sends: 1,
         invalidate: call.inv_rkey().filter(|_| lim.send_inv),
         ..Outgoing::default()
@@ -705,6 +874,25 @@ pub fn error_reply(xid: u32, credits: u32, error: RdmaError) -> Vec<u8> {
     out
 }
 
+/// [`error_reply`] with the refused Call's `rdma_vers` word (`vers`)
+/// where the version goes, as the Linux server answers (an ERR_VERS to a
+/// version 2 Call says 2 there).
+pub fn error_reply_as(xid: u32, vers: u32, credits: u32, error: RdmaError) -> Vec<u8> {
+    let mut out = error_reply(xid, credits, error);
+    if let Some(w) = out.get_mut(4..8) {
+        w.copy_from_slice(&vers.to_be_bytes());
+    }
+    out
+}
+
+/// The RDMA2_ERROR header answering a refused version 2 Call.
+pub fn error_reply_2(xid: u32, credits: u32, error: &Error2) -> Vec<u8> {
+    let mut out = vec![0u8; ERROR_HEADER_LEN];
+    let n = header2::encode_error(&mut out, xid, credits, error).unwrap_or(0);
+    out.truncate(n);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -844,6 +1032,7 @@ mod tests {
             parse_call(&wire),
             Err(Refused::Error {
                 xid: 0x1234_5678,
+                vers: 2,
                 error: RdmaError::Vers { low: 1, high: 1 }
             })
         );
@@ -858,6 +1047,250 @@ mod tests {
         ));
         let e = error_reply(5, 32, RdmaError::Chunk);
         assert!(matches!(parse_call(&e), Err(Refused::Ignored(_))));
+    }
+
+    /// A version 2 Call: `inv` its `rdma_inv_handle`.
+    fn encode_call_2(
+        proc: MsgProc,
+        inv: u32,
+        writes: &[&[Segment]],
+        reply: Option<&[Segment]>,
+        inline: &[u8],
+    ) -> Vec<u8> {
+        let mut out = vec![0; 4096];
+        let n = header2::encode_chunked(
+            &mut out,
+            0x1234_5678,
+            128,
+            proc,
+            Direction::Call,
+            inv,
+            [],
+            writes.iter().map(|c| c.iter().copied()),
+            reply.map(|c| c.iter().copied()),
+        )
+        .unwrap();
+        out.truncate(n);
+        out.extend_from_slice(inline);
+        out
+    }
+
+    #[test]
+    fn version_2_calls_are_answered_in_version_2() {
+        let chunk = [seg(1, 4096, 0x10000), seg(2, 4096, 0x20000)];
+        let wire = encode_call_2(MsgProc::Msg, 2, &[&chunk], None, b"call");
+        let call = parse_call_as(&wire, Serve::Two).unwrap();
+        assert_eq!((call.version, call.inv_handle), (2, 2));
+        let reply = read_reply(5001);
+        let out = respond(&call, &reply, &LIM, None);
+        // The one handle the Call named, not what version 1 would choose.
+        assert_eq!(out.invalidate, Some(2));
+        assert_eq!((out.writes[1].handle, out.writes[1].data.len()), (2, 905));
+        let (h, len) = header2::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        assert_eq!((h.vers, h.xid, h.credit), (2, 0x1234_5678, 32));
+        let Body2::Msg(c) = h.body else {
+            panic!("not an RDMA2_MSG: {:?}", h.body);
+        };
+        assert_eq!((c.direction, c.inv_handle), (Direction::Reply, 0));
+        let returned: Vec<Vec<Segment>> = c
+            .lists
+            .write_list
+            .iter()
+            .map(|w| w.iter().collect())
+            .collect();
+        assert_eq!(
+            returned,
+            vec![vec![seg(1, 4096, 0x10000), seg(2, 905, 0x20000)]]
+        );
+        assert_eq!(&out.send[len..], &reply.reduced()[..]);
+
+        // No handle named, or one the Call does not hold: no Send With
+        // Invalidate, though every chunk uses one handle.
+        let one = [seg(7, 8192, 0x10000)];
+        for inv in [0, 8] {
+            let wire = encode_call_2(MsgProc::Msg, inv, &[&one], None, b"call");
+            let call = parse_call_as(&wire, Serve::Two).unwrap();
+            assert_eq!(
+                respond(&call, &read_reply(100), &LIM, None).invalidate,
+                None
+            );
+        }
+        let wire = encode_call(MsgProc::Msg, &[], &[&one], None, b"call");
+        assert_eq!(parse_call(&wire).unwrap().inv_rkey(), Some(7));
+
+        // A Long Reply in an RDMA2_NOMSG.
+        let rc = [seg(4, 8192, 0x40000)];
+        let wire = encode_call_2(MsgProc::Msg, 4, &[], Some(&rc), b"call");
+        let call = parse_call_as(&wire, Serve::Two).unwrap();
+        let big = Reply {
+            body: vec![5; 6000],
+            ddp: None,
+        };
+        let out = respond(&call, &big, &LIM, None);
+        let (h, len) = header2::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        let Body2::NoMsg(c) = h.body else {
+            panic!("not an RDMA2_NOMSG: {:?}", h.body);
+        };
+        assert_eq!(c.direction, Direction::Reply);
+        assert_eq!(
+            c.lists.reply_chunk.map(|r| r.iter().collect::<Vec<_>>()),
+            Some(vec![seg(4, 6000, 0x40000)])
+        );
+        assert_eq!(len, out.send.len());
+        assert_eq!(out.invalidate, Some(4));
+
+        // A version 1 Call to a version 2 peer is answered in version 1.
+        let wire = encode_call(MsgProc::Msg, &[], &[&chunk], None, b"call");
+        let call = parse_call_as(&wire, Serve::Two).unwrap();
+        assert_eq!(call.version, 1);
+        let out = respond(&call, &read_reply(5001), &LIM, None);
+        assert!(client_view(&out.send).is_ok());
+    }
+
+    #[test]
+    fn version_2_replies_say_which_chunk_was_short() {
+        let chunk = [seg(1, 4096, 0x10000)];
+        let wire = encode_call_2(MsgProc::Msg, 0, &[&chunk], None, b"call");
+        let call = parse_call_as(&wire, Serve::Two).unwrap();
+        let out = respond(&call, &read_reply(9000), &LIM, None);
+        assert!(out.writes.is_empty());
+        let (h, _) = header2::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        assert_eq!(
+            h.body,
+            Body2::Error(Error2::WriteResource {
+                chunk_index: 1,
+                length_needed: 9000
+            })
+        );
+        let wire = encode_call_2(MsgProc::Msg, 0, &[], None, b"call");
+        let call = parse_call_as(&wire, Serve::Two).unwrap();
+        let big = Reply {
+            body: vec![5; 6000],
+            ddp: None,
+        };
+        let out = respond(&call, &big, &LIM, None);
+        let (h, _) = header2::decode(&out.send, &DecodeLimits::REPLY).unwrap();
+        assert_eq!(
+            h.body,
+            Body2::Error(Error2::ReplyResource {
+                length_needed: 6000
+            })
+        );
+    }
+
+    #[test]
+    fn version_2_calls_are_refused_as_the_draft_and_linux_say() {
+        let wire = encode_call_2(MsgProc::Msg, 0, &[], None, b"call");
+        // A version 1 peer answers ERR_VERS with the Call's rdma_vers word,
+        // as the Linux server does; both decoders read it.
+        let refused = parse_call_as(&wire, Serve::One);
+        assert_eq!(
+            refused,
+            Err(Refused::Error {
+                xid: 0x1234_5678,
+                vers: 2,
+                error: RdmaError::Vers { low: 1, high: 1 }
+            })
+        );
+        let send = error_reply_as(0x1234_5678, 2, 32, RdmaError::Vers { low: 1, high: 1 });
+        assert_eq!(&send[4..8], &2u32.to_be_bytes());
+        let (h, _) = header2::decode(&send, &DecodeLimits::REPLY).unwrap();
+        assert_eq!(h.body, Body2::Error(Error2::Vers { low: 1, high: 1 }));
+        assert_eq!(
+            client_view(&send).unwrap().2,
+            ReplyKind::Error(RdmaError::Vers { low: 1, high: 1 })
+        );
+
+        // A version 2 peer: a version it does not know gets 1..2.
+        let mut v3 = wire.clone();
+        v3[7] = 3;
+        assert!(matches!(
+            parse_call_as(&v3, Serve::Two),
+            Err(Refused::Error {
+                error: RdmaError::Vers { low: 1, high: 2 },
+                ..
+            })
+        ));
+        let Err(Refused::Error { vers, .. }) = parse_call_as(&v3, Serve::Two) else {
+            panic!()
+        };
+        assert_eq!(vers, 3);
+        // A procedure the draft does not define: RDMA2_ERR_INVALID_PROC.
+        let mut p10 = wire.clone();
+        p10[15] = 10;
+        assert_eq!(
+            parse_call_as(&p10, Serve::Two),
+            Err(Refused::Error2 {
+                xid: 0x1234_5678,
+                error: Error2::InvalidProc
+            })
+        );
+        // The property operations, not supported: their optional form as
+        // an unknown optional type, their procedure form as an unknown
+        // procedure.
+        let mut out = vec![0; 64];
+        for (form, error) in [
+            (PropForm::Optional(Direction::Call), Error2::InvalidOption),
+            (PropForm::Proc, Error2::InvalidProc),
+        ] {
+            let upd = header2::PropOpOut::UpdProp { now: &[] };
+            let n = header2::encode_prop(&mut out, 9, 1, &upd, form).unwrap();
+            assert_eq!(
+                parse_call_as(&out[..n], Serve::Two),
+                Err(Refused::Error2 { xid: 9, error })
+            );
+        }
+        // A header cut short: RDMA2_ERR_BAD_XDR.
+        assert_eq!(
+            parse_call_as(&wire[..20], Serve::Two),
+            Err(Refused::Error2 {
+                xid: 0x1234_5678,
+                error: Error2::BadXdr
+            })
+        );
+        // An optional type the draft does not define.
+        let mut out = vec![0; 64];
+        let opt = header2::Header2 {
+            vers: 2,
+            xid: 9,
+            credit: 1,
+            body: Body2::Optional(header2::Optional {
+                direction: Direction::Call,
+                opttype: 77,
+                info: b"abc",
+            }),
+        };
+        let n = opt.encode(&mut out).unwrap();
+        assert_eq!(
+            parse_call_as(&out[..n], Serve::Two),
+            Err(Refused::Error2 {
+                xid: 9,
+                error: Error2::InvalidOption
+            })
+        );
+        // A Reply where a Call should be is not answered.
+        let mut reply = vec![0; 4096];
+        let n = header2::encode_chunked(
+            &mut reply,
+            5,
+            1,
+            MsgProc::Msg,
+            Direction::Reply,
+            0,
+            [],
+            std::iter::empty::<[Segment; 0]>(),
+            None::<[Segment; 0]>,
+        )
+        .unwrap();
+        assert!(matches!(
+            parse_call_as(&reply[..n], Serve::Two),
+            Err(Refused::Ignored(_))
+        ));
+        let e = error_reply_2(5, 32, &Error2::System);
+        assert!(matches!(
+            parse_call_as(&e, Serve::Two),
+            Err(Refused::Ignored(_))
+        ));
     }
 
     #[test]
@@ -1175,6 +1608,8 @@ mod tests {
         // segments than parse_call takes, but respond has no limit).
         let call = Call {
             xid: 0x1234_5678,
+            version: 1,
+            inv_handle: 0,
             nomsg: false,
             read_chunks: Vec::new(),
             write_chunks: Vec::new(),
@@ -1194,6 +1629,8 @@ mod tests {
         // ERR_CHUNK, nothing placed.
         let call = Call {
             xid: 0x1234_5678,
+            version: 1,
+            inv_handle: 0,
             nomsg: false,
             read_chunks: Vec::new(),
             write_chunks: vec![vec![seg(1, 8192, u64::MAX - 100)]],
