@@ -503,7 +503,7 @@ drop_caches() { sync && echo 3 >/proc/sys/vm/drop_caches; }
 # Read from a tracefs instance of the test's own, so that the global trace
 # buffer is left alone. trace_start makes it, trace_stop removes it.
 TRACEFS=/sys/kernel/tracing
-trace_inst="" trace_mounted_tracefs=""
+trace_inst="" trace_mounted_tracefs="" trace_record_cmd=""
 
 # trace_start NAME [EVENT...]: the tracefs instance NAME (tracefs mounted
 # first if it is not), empty, with the rpcrdma_rs events EVENT... on
@@ -517,6 +517,17 @@ trace_start() {
 			return 1
 		}
 		trace_mounted_tracefs=1
+	fi
+	# Without recording each task's name, enabling and disabling events
+	# leaves the scheduler's tracepoints alone: switching those on and off
+	# patches code that every CPU runs all the time, and under TCG a vCPU
+	# once ran the breakpoint the patching leaves behind after it was
+	# gone (an int3 oops in trace_sched_wakeup). An instance takes the
+	# setting from the top level when it is made; the events' lines then
+	# name their task by PID only.
+	if [ -z "$trace_record_cmd" ] && [ -w "$TRACEFS/options/record-cmd" ]; then
+		read -r trace_record_cmd <"$TRACEFS/options/record-cmd"
+		echo 0 >"$TRACEFS/options/record-cmd"
 	fi
 	trace_inst=$TRACEFS/instances/$name
 	[ -d "$trace_inst" ] || mkdir "$trace_inst" 2>/dev/null || {
@@ -550,6 +561,10 @@ trace_stop() {
 		rmdir "$trace_inst"
 	fi
 	trace_inst=""
+	if [ -n "$trace_record_cmd" ]; then
+		echo "$trace_record_cmd" >"$TRACEFS/options/record-cmd"
+		trace_record_cmd=""
+	fi
 	if [ -n "$trace_mounted_tracefs" ]; then
 		umount "$TRACEFS"
 		trace_mounted_tracefs=""
