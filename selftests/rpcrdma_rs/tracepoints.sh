@@ -153,12 +153,18 @@ all_ends_traced() {
 	done
 	tap_diag "successful connects $c, closes $d"
 	[ "$c" -ge 1 ] && [ "$c" = "$d" ] || return 1
+	all_name_server disconnect
+}
+
+# all_name_server EVENT: every rpcrdma_rs_EVENT traced names the server
+# first (peer=...); says which does not.
+all_name_server() {
 	local l
 	while IFS= read -r l; do
 		[[ $l == "peer=$SERVER_IP4 "* ]] && continue
-		tap_diag "a disconnect event names another peer: $l"
+		tap_diag "an rpcrdma_rs_$1 event names another peer: $l"
 		return 1
-	done < <(trace_events disconnect)
+	done < <(trace_events "$1")
 }
 
 # sunrpc asked for each connection before it was attempted: an
@@ -173,11 +179,7 @@ op_connect_traced() {
 	[[ $seq =~ ^(OC)+$ ]] || return 1
 	l=$(trace_first op_connect)
 	trace_expect "$l" peer "$SERVER_IP4" delay_ms 0 || return 1
-	while IFS= read -r l; do
-		[[ $l == "peer=$SERVER_IP4 delay_ms="* ]] && continue
-		tap_diag "an op_connect event names another peer: $l"
-		return 1
-	done < <(trace_events op_connect)
+	all_name_server op_connect
 }
 
 # marshal_summary: one line per marshal event, "XID RTYPE WTYPE HDR
